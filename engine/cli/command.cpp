@@ -1,0 +1,55 @@
+#include "engine/cli/command.h"
+
+#include <map>
+
+namespace sdc::engine {
+
+std::string RunContext::command_line() const {
+  std::string out;
+  for (const auto& arg : argv) {
+    if (!out.empty()) out += ' ';
+    if (arg.find_first_of(" \t\"'") != std::string::npos) {
+      out += '\'';
+      for (char c : arg) out += (c == '\'') ? std::string("'\\''") : std::string(1, c);
+      out += '\'';
+    } else {
+      out += arg;
+    }
+  }
+  return out;
+}
+
+void add_input_option(CLI::App& app, std::filesystem::path& input, bool positional) {
+  auto* flag = app.add_option(positional ? "input,--input,-i" : "--input,-i", input, "input file")->required();
+  flag->type_name("FILE");
+}
+
+void add_output_option(CLI::App& app, std::filesystem::path& output) {
+  app.add_option("--output,-o", output, "output file (written under a temporary name, renamed when complete)")
+      ->required()
+      ->type_name("FILE");
+}
+
+void add_report_option(CLI::App& app, std::optional<std::filesystem::path>& report) {
+  app.add_option("--report", report, "JSON run report (docs/report-schema.json)")->type_name("FILE.json");
+}
+
+void add_seed_option(CLI::App& app, std::optional<std::filesystem::path>& seed_file) {
+  app.add_option("--seed-file", seed_file,
+                 "file holding the seed (owner-only); without it the SDC_SEED environment variable is used")
+      ->type_name("FILE");
+}
+
+CLI::Option* add_variable_list_option(CLI::App& app, const std::string& flag, std::vector<std::string>& names,
+                                      const std::string& help) {
+  return app.add_option(flag, names, help)->delimiter(',')->type_name("VAR[,VAR...]");
+}
+
+void add_mode_option(CLI::App& app, Mode& mode) {
+  const std::map<std::string, Mode> modes{{"native", Mode::kNative}, {"compat", Mode::kCompat}};
+  app.add_option("--mode", mode, "native (default) or compat (reproduce the reference implementation)")
+      ->transform(CLI::CheckedTransformer(modes, CLI::ignore_case))
+      ->type_name("native|compat");
+}
+
+}  // namespace sdc::engine

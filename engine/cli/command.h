@@ -1,0 +1,64 @@
+#pragma once
+// A subcommand of `sdc`. The registry (registry.cpp) lists them explicitly; `main` parses the command
+// line with CLI11, applies the global options and runs the chosen command. Flag names equal the keys
+// of the job file, so every method reads the same in both (docs/cli.md).
+
+#include <CLI/CLI.hpp>
+
+#include <filesystem>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "io/atomic_output.h"
+
+namespace sdc::engine {
+
+/// Options every subcommand accepts, before or after its name.
+struct GlobalOptions {
+  int threads = 0;  ///< 0 = one per core
+  std::string log_level = "info";
+  std::optional<std::filesystem::path> log_file;
+  std::string permissions = "0600";
+};
+
+/// What a running command knows about its invocation.
+struct RunContext {
+  std::vector<std::string> argv;  ///< the whole command line, for reports and provenance
+  int threads = 1;                ///< the effective thread count
+  int ranks = 1;
+  io::FilePermissions permissions;
+
+  std::string command_line() const;  ///< argv joined by spaces, arguments with spaces quoted
+};
+
+class Command {
+ public:
+  virtual ~Command() = default;
+  /// Adds the subcommand, its flags and its help to `parent`; returns it.
+  virtual CLI::App* add_to(CLI::App& parent) = 0;
+  virtual void run(const RunContext& context) = 0;
+};
+
+std::vector<std::unique_ptr<Command>> make_commands();
+
+// ---- flag helpers shared by all commands, so that the same flag is spelt and documented once ----
+
+/// `--input/-i FILE` (and, when `positional`, a bare FILE). Required.
+void add_input_option(CLI::App& app, std::filesystem::path& input, bool positional = true);
+/// `--output/-o FILE`. Required.
+void add_output_option(CLI::App& app, std::filesystem::path& output);
+/// `--report FILE.json`. Optional.
+void add_report_option(CLI::App& app, std::optional<std::filesystem::path>& report);
+/// `--seed-file FILE`: the seed of every random draw; else the SDC_SEED environment variable.
+void add_seed_option(CLI::App& app, std::optional<std::filesystem::path>& seed_file);
+/// A comma-separated variable list, e.g. `--keys a,b,c`.
+CLI::Option* add_variable_list_option(CLI::App& app, const std::string& flag, std::vector<std::string>& names,
+                                      const std::string& help);
+
+/// "native" or "compat" — for every method that has a reference-compatible mode.
+enum class Mode { kNative, kCompat };
+void add_mode_option(CLI::App& app, Mode& mode);
+
+}  // namespace sdc::engine

@@ -1,0 +1,15 @@
+#pragma once
+// One factory per subcommand; registry.cpp lists them in the order `sdc --help` shows them.
+
+#include <memory>
+
+#include "engine/cli/command.h"
+
+namespace sdc::engine {
+
+std::unique_ptr<Command> make_import_command();
+std::unique_ptr<Command> make_export_command();
+std::unique_ptr<Command> make_info_command();
+std::unique_ptr<Command> make_generate_command();
+
+}  // namespace sdc::engine

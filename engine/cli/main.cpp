@@ -1,0 +1,89 @@
+// The `sdc` executable: parses the command line, applies the global options, runs one command, and
+// is the only place that catches errors: each error type leaves with its exit code
+// (docs/exit-codes.md) after its message is printed once.
+
+#include <CLI/CLI.hpp>
+#include <spdlog/spdlog.h>
+#include <tbb/global_control.h>
+#include <tbb/info.h>
+
+#include <cstdio>
+#include <iostream>
+#include <map>
+#include <memory>
+#include <new>
+#include <optional>
+
+#include "engine/cli/command.h"
+#include "engine/logging.h"
+#include "io/atomic_output.h"
+#include "kernels/core/error.h"
+#include "sdc/version.h"
+
+namespace {
+
+int fail(sdc::ExitCode code, const std::string& message) {
+  if (spdlog::default_logger_raw() != nullptr) spdlog::default_logger_raw()->flush();
+  std::fprintf(stderr, "sdc: error: %s\n", message.c_str());
+  return static_cast<int>(code);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  using namespace sdc;
+  io::install_output_cleanup_handlers();
+
+  CLI::App app{"sdc-engine: statistical disclosure control of census-scale microdata", "sdc"};
+  app.set_version_flag("--version", std::string(kToolName) + " " + kToolVersion);
+  app.require_subcommand(1);
+
+  engine::GlobalOptions global;
+  app.add_option("--threads", global.threads, "worker threads per process (0 = one per core)")
+      ->check(CLI::NonNegativeNumber);
+  app.add_option("--log-level", global.log_level, "trace, debug, info, warn, error, critical or off");
+  app.add_option("--log-file", global.log_file, "also write the log to FILE (owner-only unless --permissions)");
+  app.add_option("--permissions", global.permissions,
+                 "octal mode of outputs, reports and logs (default 0600: census microdata are confidential)");
+
+  std::map<CLI::App*, engine::Command*> commands;
+  auto registry = engine::make_commands();
+  for (auto& command : registry) {
+    CLI::App* sub = command->add_to(app);
+    sub->fallthrough();
+    commands[sub] = command.get();
+  }
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    if (e.get_exit_code() == static_cast<int>(CLI::ExitCodes::Success)) return app.exit(e);
+    return fail(ExitCode::kUsage, std::string(e.what()) + " (run 'sdc --help' or 'sdc COMMAND --help')");
+  }
+
+  try {
+    engine::RunContext context;
+    context.argv.assign(argv, argv + argc);
+    context.permissions = io::parse_permissions(global.permissions);
+    engine::configure_logging(global.log_level, global.log_file, context.permissions);
+
+    const int threads = global.threads > 0 ? global.threads : tbb::info::default_concurrency();
+    tbb::global_control thread_limit(tbb::global_control::max_allowed_parallelism, static_cast<std::size_t>(threads));
+    context.threads = threads;
+
+    for (auto& [sub, command] : commands) {
+      if (sub->parsed()) {
+        command->run(context);
+        spdlog::default_logger_raw()->flush();
+        return static_cast<int>(ExitCode::kOk);
+      }
+    }
+    return fail(ExitCode::kUsage, "no command given (run 'sdc --help')");
+  } catch (const Error& e) {
+    return fail(e.code(), e.what());
+  } catch (const std::bad_alloc&) {
+    return fail(ExitCode::kInternal, "out of memory (see docs/memory.md for the memory each step needs)");
+  } catch (const std::exception& e) {
+    return fail(ExitCode::kInternal, std::string("internal error: ") + e.what());
+  }
+}

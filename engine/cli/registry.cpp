@@ -1,0 +1,14 @@
+#include "engine/cli/commands.h"
+
+namespace sdc::engine {
+
+std::vector<std::unique_ptr<Command>> make_commands() {
+  std::vector<std::unique_ptr<Command>> commands;
+  commands.push_back(make_import_command());
+  commands.push_back(make_export_command());
+  commands.push_back(make_info_command());
+  commands.push_back(make_generate_command());
+  return commands;
+}
+
+}  // namespace sdc::engine

@@ -1,0 +1,65 @@
+#pragma once
+// The JSON run report (docs/report-schema.json). Commands fill it step by step; it is written
+// atomically at the end of a successful run, so a failed run leaves no report.
+
+#include <nlohmann/json.hpp>
+
+#include <chrono>
+#include <cstdint>
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "engine/cli/command.h"
+
+namespace sdc::engine {
+
+inline constexpr int kReportSchemaVersion = 1;
+
+struct StepRecord {
+  std::string method;
+  nlohmann::json parameters = nlohmann::json::object();
+  nlohmann::json results = nlohmann::json::object();
+  std::vector<std::string> warnings;
+  double seconds = 0.0;
+};
+
+/// Measures a step's wall time from construction to stop() into the step's record.
+class StepTimer {
+ public:
+  explicit StepTimer(StepRecord& step) : step_(step), start_(std::chrono::steady_clock::now()) {}
+  void stop();
+
+ private:
+  StepRecord& step_;
+  std::chrono::steady_clock::time_point start_;
+};
+
+class RunReport {
+ public:
+  explicit RunReport(const RunContext& context);
+
+  void set_input(const std::filesystem::path& path, std::int64_t rows, std::string digest);
+  void set_seed_fingerprint(std::string fingerprint);
+  void add_output(const std::filesystem::path& path, std::string kind);
+  /// The returned reference stays valid until the next add_step.
+  StepRecord& add_step(std::string method);
+
+  /// `peak_memory_bytes` holds one entry per rank; without MPI, this process's peak.
+  nlohmann::json to_json(const std::vector<std::int64_t>& peak_memory_bytes) const;
+  void write(const std::filesystem::path& path, io::FilePermissions permissions) const;
+
+ private:
+  RunContext context_;
+  std::string started_utc_;
+  nlohmann::json input_ = nullptr;
+  nlohmann::json seed_fingerprint_ = nullptr;
+  nlohmann::json outputs_ = nlohmann::json::array();
+  std::vector<StepRecord> steps_;
+};
+
+/// Peak resident memory of this process so far (getrusage), in bytes.
+std::int64_t peak_memory_bytes();
+
+}  // namespace sdc::engine

@@ -1,0 +1,160 @@
+#include "io/atomic_output.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <array>
+#include <atomic>
+#include <cerrno>
+#include <csignal>
+#include <cstdio>
+#include <cstring>
+
+#include "kernels/core/error.h"
+
+namespace sdc::io {
+namespace {
+
+// A signal handler may only touch lock-free state, so live temporary paths sit in a fixed table of
+// C strings, each with an atomic state: a slot is claimed, filled, then published as live.
+constexpr int kMaxLiveOutputs = 64;
+constexpr std::size_t kMaxPathBytes = 4096;
+enum SlotState : int { kFree = 0, kClaimed = 1, kLive = 2 };
+struct LiveOutputSlot {
+  std::atomic<int> state{kFree};
+  std::array<char, kMaxPathBytes> path{};
+};
+std::array<LiveOutputSlot, kMaxLiveOutputs> g_live_outputs;
+
+int register_live_output(const std::filesystem::path& path) {
+  const std::string text = path.string();
+  if (text.size() >= kMaxPathBytes) return -1;
+  for (int i = 0; i < kMaxLiveOutputs; ++i) {
+    auto& slot = g_live_outputs[static_cast<std::size_t>(i)];
+    int expected = kFree;
+    if (!slot.state.compare_exchange_strong(expected, kClaimed)) continue;
+    std::memcpy(slot.path.data(), text.c_str(), text.size() + 1);
+    slot.state.store(kLive);
+    return i;
+  }
+  return -1;
+}
+
+void unregister_live_output(int slot) {
+  if (slot >= 0) g_live_outputs[static_cast<std::size_t>(slot)].state.store(kFree);
+}
+
+extern "C" void remove_live_outputs_and_reraise(int signal_number) {
+  for (auto& slot : g_live_outputs)
+    if (slot.state.load() == kLive) ::unlink(slot.path.data());
+  std::signal(signal_number, SIG_DFL);
+  std::raise(signal_number);
+}
+
+std::string errno_text(int error) { return std::strerror(error); }
+
+}  // namespace
+
+FilePermissions parse_permissions(std::string_view text) {
+  const auto bad = [&]() {
+    return UsageError("--permissions '" + std::string(text) +
+                      "': expected an octal mode with read/write bits only that keeps the owner's read and write, "
+                      "such as 0600 or 0640");
+  };
+  if (text.empty() || text.size() > 4) throw bad();
+  mode_t mode = 0;
+  for (char c : text) {
+    if (c < '0' || c > '7') throw bad();
+    mode = static_cast<mode_t>(mode * 8U + static_cast<mode_t>(c - '0'));
+  }
+  if ((mode & ~static_cast<mode_t>(0666)) != 0 || (mode & 0600) != 0600) throw bad();
+  return FilePermissions{mode};
+}
+
+std::string to_string(FilePermissions permissions) {
+  char buffer[8];
+  std::snprintf(buffer, sizeof buffer, "%04o", static_cast<unsigned>(permissions.mode));
+  return buffer;
+}
+
+AtomicOutput::AtomicOutput(std::filesystem::path final_path, FilePermissions permissions)
+    : final_path_(std::move(final_path)), permissions_(permissions) {
+  if (final_path_.empty() || !final_path_.has_filename())
+    throw UsageError("output path '" + final_path_.string() + "' does not name a file");
+  std::error_code ec;
+  if (std::filesystem::is_directory(final_path_, ec))
+    throw IoError(final_path_.string() + ": cannot write output: it is a directory");
+  const std::filesystem::path directory = final_path_.has_parent_path() ? final_path_.parent_path() : ".";
+  temp_path_ = directory / ("." + final_path_.filename().string() + "." + std::to_string(::getpid()) + ".partial");
+
+  const int fd = ::open(temp_path_.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, permissions_.mode);
+  if (fd < 0) {
+    const int error = errno;
+    throw IoError(final_path_.string() + ": cannot create output in directory '" + directory.string() +
+                  "': " + errno_text(error));
+  }
+  // The umask may have removed bits the user asked for; the mode is set explicitly.
+  ::fchmod(fd, permissions_.mode);
+  ::close(fd);
+  registry_slot_ = register_live_output(temp_path_);
+}
+
+AtomicOutput::~AtomicOutput() {
+  if (!committed_) ::unlink(temp_path_.c_str());
+  unregister_live_output(registry_slot_);
+}
+
+void AtomicOutput::commit() {
+  SDC_CHECK(!committed_, "AtomicOutput committed twice");
+  const int fd = ::open(temp_path_.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
+    const int error = errno;
+    throw IoError(final_path_.string() + ": temporary output vanished before it was complete: " + errno_text(error));
+  }
+  const bool synced = ::fsync(fd) == 0;
+  const int sync_error = errno;
+  ::fchmod(fd, permissions_.mode);
+  ::close(fd);
+  if (!synced) throw IoError(final_path_.string() + ": cannot flush output to disk: " + errno_text(sync_error));
+  if (::rename(temp_path_.c_str(), final_path_.c_str()) != 0) {
+    const int error = errno;
+    throw IoError(final_path_.string() + ": cannot move completed output into place: " + errno_text(error));
+  }
+  committed_ = true;
+}
+
+void write_file_atomically(const std::filesystem::path& path, std::string_view content, FilePermissions permissions) {
+  AtomicOutput output(path, permissions);
+  std::FILE* file = std::fopen(output.temp_path().c_str(), "wb");
+  if (file == nullptr) {
+    const int error = errno;
+    throw IoError(path.string() + ": cannot write: " + errno_text(error));
+  }
+  const bool written = std::fwrite(content.data(), 1, content.size(), file) == content.size();
+  const bool closed = std::fclose(file) == 0;
+  if (!written || !closed) throw IoError(path.string() + ": cannot write (disk full?)");
+  output.commit();
+}
+
+void ensure_output_is_not_an_input(const std::filesystem::path& output,
+                                   const std::vector<std::filesystem::path>& inputs) {
+  std::error_code ec;
+  for (const auto& input : inputs) {
+    if (std::filesystem::exists(output, ec) && std::filesystem::equivalent(output, input, ec))
+      throw UsageError("output '" + output.string() + "' is the input file '" + input.string() +
+                       "'; inputs are never overwritten, choose another output path");
+  }
+}
+
+void install_output_cleanup_handlers() {
+  for (int signal_number : {SIGINT, SIGTERM, SIGHUP}) {
+    struct sigaction action {};
+    action.sa_handler = remove_live_outputs_and_reraise;
+    sigemptyset(&action.sa_mask);
+    action.sa_flags = static_cast<int>(SA_RESETHAND);
+    ::sigaction(signal_number, &action, nullptr);
+  }
+}
+
+}  // namespace sdc::io

@@ -1,0 +1,60 @@
+#pragma once
+// Outputs appear whole or not at all. Every file sdc-engine writes (data, reports, logs, seeds) is
+// created under a hidden temporary name beside its final path, owner-only unless the user asks
+// otherwise, and renamed over the final path only when complete. A run that fails, or is stopped by
+// SIGINT, SIGTERM or SIGHUP, removes its temporary files; a run killed by SIGKILL leaves at most a
+// hidden `.NAME.PID.partial` file and never a truncated output under the final name.
+
+#include <sys/types.h>
+
+#include <filesystem>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace sdc::io {
+
+/// File mode of outputs: read/write bits only; the owner always keeps read and write.
+struct FilePermissions {
+  mode_t mode = 0600;
+};
+
+/// Parses an octal mode such as "600", "0640" or "0644". Throws UsageError otherwise.
+FilePermissions parse_permissions(std::string_view text);
+std::string to_string(FilePermissions permissions);  // "0640"
+
+class AtomicOutput {
+ public:
+  /// Creates the temporary file (exclusively, with `permissions`). Throws IoError naming the final path
+  /// when its directory does not exist or is not writable.
+  AtomicOutput(std::filesystem::path final_path, FilePermissions permissions);
+  ~AtomicOutput();
+  AtomicOutput(const AtomicOutput&) = delete;
+  AtomicOutput& operator=(const AtomicOutput&) = delete;
+
+  /// The file to write; it exists (empty) from construction on.
+  const std::filesystem::path& temp_path() const noexcept { return temp_path_; }
+  const std::filesystem::path& final_path() const noexcept { return final_path_; }
+
+  /// Flushes the temporary file to disk, sets its mode and renames it over the final path.
+  void commit();
+
+ private:
+  std::filesystem::path final_path_;
+  std::filesystem::path temp_path_;
+  FilePermissions permissions_;
+  int registry_slot_ = -1;
+  bool committed_ = false;
+};
+
+/// Writes `content` to `path` atomically (reports, schemas, seed files).
+void write_file_atomically(const std::filesystem::path& path, std::string_view content, FilePermissions permissions);
+
+/// Throws UsageError when `output` names the same file as one of `inputs` (so that an input is never
+/// replaced by an output).
+void ensure_output_is_not_an_input(const std::filesystem::path& output, const std::vector<std::filesystem::path>& inputs);
+
+/// Installs handlers that remove live temporary files on SIGINT, SIGTERM and SIGHUP, then re-raise.
+void install_output_cleanup_handlers();
+
+}  // namespace sdc::io

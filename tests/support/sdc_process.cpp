@@ -1,0 +1,123 @@
+#include "tests/support/sdc_process.h"
+
+#include <fcntl.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <random>
+#include <sstream>
+#include <stdexcept>
+
+extern char** environ;
+
+namespace sdc::testing {
+ProcessResult run_process(const std::vector<std::string>& argv, const std::map<std::string, std::string>& environment) {
+  // Capture through files rather than pipes so that a chatty child can never block on a full pipe.
+  TempDir capture;
+  const auto out_path = capture / "stdout";
+  const auto err_path = capture / "stderr";
+
+  std::map<std::string, std::string> env;
+  for (char** entry = environ; *entry != nullptr; ++entry) {
+    const std::string text = *entry;
+    const auto eq = text.find('=');
+    if (eq != std::string::npos) env[text.substr(0, eq)] = text.substr(eq + 1);
+  }
+  for (const auto& [key, value] : environment) env[key] = value;
+  std::vector<std::string> env_text;
+  for (const auto& [key, value] : env) env_text.push_back(key + "=" + value);
+  std::vector<char*> envp;
+  for (auto& e : env_text) envp.push_back(e.data());
+  envp.push_back(nullptr);
+
+  std::vector<std::string> args = argv;
+  std::vector<char*> c_args;
+  for (auto& a : args) c_args.push_back(a.data());
+  c_args.push_back(nullptr);
+
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
+  posix_spawn_file_actions_addopen(&actions, 1, out_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+  posix_spawn_file_actions_addopen(&actions, 2, err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+  pid_t pid = 0;
+  const int spawned = posix_spawnp(&pid, c_args[0], &actions, nullptr, c_args.data(), envp.data());
+  posix_spawn_file_actions_destroy(&actions);
+  if (spawned != 0) throw std::runtime_error("cannot start " + argv.at(0) + ": " + std::strerror(spawned));
+
+  int status = 0;
+  while (::waitpid(pid, &status, 0) < 0) {
+  }
+  ProcessResult result;
+  result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  result.out = read_text(out_path);
+  result.err = read_text(err_path);
+  return result;
+}
+
+ProcessResult run_sdc(const std::vector<std::string>& args, const std::map<std::string, std::string>& environment) {
+  std::vector<std::string> argv{sdc_executable().string()};
+  argv.insert(argv.end(), args.begin(), args.end());
+  return run_process(argv, environment);
+}
+
+std::filesystem::path sdc_executable() { return std::filesystem::path(SDC_BINARY_DIR) / "engine" / "sdc"; }
+
+std::filesystem::path source_path(const std::string& relative) { return std::filesystem::path(SDC_SOURCE_DIR) / relative; }
+
+std::filesystem::path shared_data(const std::string& name) {
+  const auto path = std::filesystem::path(SDC_SHARED_DATA_DIR) / name;
+  std::error_code ec;
+  return std::filesystem::exists(path, ec) ? path : std::filesystem::path();
+}
+
+TempDir::TempDir() {
+  std::string pattern = (std::filesystem::temp_directory_path() / "sdc-test-XXXXXX").string();
+  if (::mkdtemp(pattern.data()) == nullptr) throw std::runtime_error("mkdtemp failed");
+  path_ = pattern;
+}
+
+TempDir::~TempDir() {
+  std::error_code ec;
+  std::filesystem::remove_all(path_, ec);
+}
+
+std::vector<std::string> TempDir::entries() const {
+  std::vector<std::string> names;
+  for (const auto& entry : std::filesystem::directory_iterator(path_)) names.push_back(entry.path().filename().string());
+  return names;
+}
+
+std::string validate_report(const std::filesystem::path& report) {
+  const std::string script =
+      "import json, sys\n"
+      "import jsonschema\n"
+      "schema = json.load(open(sys.argv[1]))\n"
+      "jsonschema.Draft202012Validator.check_schema(schema)\n"
+      "errors = sorted(jsonschema.Draft202012Validator(schema).iter_errors(json.load(open(sys.argv[2]))), key=str)\n"
+      "for e in errors: print(list(e.absolute_path), e.message)\n"
+      "sys.exit(1 if errors else 0)\n";
+  // Debian's python modules live with /usr/bin/python3, whatever python3 comes first on PATH.
+  const auto result = run_process(
+      {"/usr/bin/python3", "-c", script, source_path("docs/report-schema.json").string(), report.string()});
+  if (result.exit_code == 0) return {};
+  return "report " + report.string() + " does not match docs/report-schema.json:\n" + result.out + result.err;
+}
+
+std::string read_text(const std::filesystem::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream buffer;
+  buffer << in.rdbuf();
+  return buffer.str();
+}
+
+void write_text(const std::filesystem::path& path, const std::string& text) {
+  std::ofstream out(path, std::ios::binary);
+  out << text;
+}
+
+}  // namespace sdc::testing

@@ -1,0 +1,53 @@
+#pragma once
+// Test support: run the `sdc` executable as a user would and inspect what it did.
+
+#include <filesystem>
+#include <map>
+#include <string>
+#include <vector>
+
+namespace sdc::testing {
+
+struct ProcessResult {
+  int exit_code = -1;
+  std::string out;  ///< stdout
+  std::string err;  ///< stderr
+};
+
+/// Runs build/.../sdc with `args`; `environment` entries are added to (or override) the current one.
+ProcessResult run_sdc(const std::vector<std::string>& args, const std::map<std::string, std::string>& environment = {});
+
+/// Runs any program (argv[0] is searched on PATH).
+ProcessResult run_process(const std::vector<std::string>& argv, const std::map<std::string, std::string>& environment = {});
+
+/// Path of the sdc executable under test.
+std::filesystem::path sdc_executable();
+/// Source-tree paths: tests/data/..., docs/...
+std::filesystem::path source_path(const std::string& relative);
+/// ../shared/data/<name>; empty when the shared folder is absent (callers GTEST_SKIP()).
+std::filesystem::path shared_data(const std::string& name);
+
+/// A fresh directory removed at destruction.
+class TempDir {
+ public:
+  TempDir();
+  ~TempDir();
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+  const std::filesystem::path& path() const { return path_; }
+  std::filesystem::path operator/(const std::string& name) const { return path_ / name; }
+  /// Names of every entry in the directory (to assert that a failed run left nothing behind).
+  std::vector<std::string> entries() const;
+
+ private:
+  std::filesystem::path path_;
+};
+
+/// Validates a report against docs/report-schema.json (with Debian's python3-jsonschema).
+/// Returns the validator's complaint, or an empty string when the report is valid.
+std::string validate_report(const std::filesystem::path& report);
+
+std::string read_text(const std::filesystem::path& path);
+void write_text(const std::filesystem::path& path, const std::string& text);
+
+}  // namespace sdc::testing
