@@ -28,6 +28,25 @@ int fail(sdc::ExitCode code, const std::string& message) {
   return static_cast<int>(code);
 }
 
+// CLI11 reports a mistyped command as "a subcommand is required"; name the word instead.
+std::string unknown_command_message(const CLI::App& app, int argc, char** argv) {
+  for (int i = 1; i < argc; ++i) {
+    const std::string arg = argv[i];
+    if (arg.rfind("-", 0) == 0) {
+      const auto* option = app.get_option_no_throw(arg.substr(0, arg.find('=')));
+      if (option != nullptr && option->get_type_size() != 0 && arg.find('=') == std::string::npos) ++i;
+      continue;
+    }
+    std::string known;
+    for (const auto* sub : app.get_subcommands([](const CLI::App*) { return true; })) {
+      if (sub->get_name() == arg) return {};
+      known += (known.empty() ? "" : ", ") + sub->get_name();
+    }
+    return "unknown command '" + arg + "'; the commands are " + known;
+  }
+  return {};
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -58,6 +77,8 @@ int main(int argc, char** argv) {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     if (e.get_exit_code() == static_cast<int>(CLI::ExitCodes::Success)) return app.exit(e);
+    if (const auto unknown = unknown_command_message(app, argc, argv); !unknown.empty())
+      return fail(ExitCode::kUsage, unknown + " (run 'sdc --help')");
     return fail(ExitCode::kUsage, std::string(e.what()) + " (run 'sdc --help' or 'sdc COMMAND --help')");
   }
 

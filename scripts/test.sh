@@ -1,0 +1,8 @@
+#!/usr/bin/env bash
+# The test command: install what is missing, build (warnings are errors), run every test but `slow`.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+scripts/install-deps.sh
+cmake --preset ci
+cmake --build --preset ci
+ctest --preset ci --parallel "$(nproc)" "$@"
