@@ -1,0 +1,103 @@
+#include "kernels/risk/frequency_count.h"
+
+#include <tbb/parallel_for.h>
+
+#include <algorithm>
+
+#include "kernels/core/error.h"
+
+namespace sdc {
+
+LocalFrequencyCount frequency_count_local(const KeyColumns& keys, std::span<const double> weights) {
+  SDC_CHECK(weights.empty() || weights.size() == keys.record_count(), "one weight per record");
+  KeyGrouping grouping = group_by_keys(keys);
+  LocalFrequencyCount local;
+  const std::size_t classes = grouping.class_count();
+  local.classes.key_count = grouping.key_count;
+  local.classes.class_keys = std::move(grouping.class_keys);
+  local.classes.counts.assign(classes, 0);
+  local.classes.weights.resize(classes);
+  for (std::size_t i = 0; i < grouping.record_class.size(); ++i) {
+    const std::uint32_t c = grouping.record_class[i];
+    ++local.classes.counts[c];
+    local.classes.weights[c].add(weights.empty() ? 1.0 : weights[i]);
+  }
+  local.record_class = std::move(grouping.record_class);
+  return local;
+}
+
+FrequencyClasses frequency_count_merge(const FrequencyClasses& a, const FrequencyClasses& b) {
+  if (a.class_count() == 0) return b;
+  if (b.class_count() == 0) return a;
+  SDC_CHECK(a.key_count == b.key_count, "merging class lists of different keys");
+  FrequencyClasses out;
+  out.key_count = a.key_count;
+  out.counts.reserve(a.class_count() + b.class_count());
+  const auto take = [&](const FrequencyClasses& from, std::size_t c) {
+    const auto key = from.key(c);
+    out.class_keys.insert(out.class_keys.end(), key.begin(), key.end());
+    out.counts.push_back(from.counts[c]);
+    out.weights.push_back(from.weights[c]);
+  };
+  std::size_t i = 0, j = 0;
+  while (i < a.class_count() || j < b.class_count()) {
+    const int order = i == a.class_count()   ? 1
+                      : j == b.class_count() ? -1
+                                             : compare_key_tuples(a.key(i), b.key(j));
+    if (order < 0) {
+      take(a, i++);
+    } else if (order > 0) {
+      take(b, j++);
+    } else {
+      take(a, i++);
+      out.counts.back() += b.counts[j];
+      out.weights.back().merge(b.weights[j]);
+      ++j;
+    }
+  }
+  return out;
+}
+
+RecordFrequencies frequency_count_assign(std::span<const std::uint32_t> record_class,
+                                         std::span<const std::int64_t> class_counts,
+                                         std::span<const double> class_weights) {
+  RecordFrequencies out;
+  out.fk.resize(record_class.size());
+  out.fk_weighted.resize(record_class.size());
+  tbb::parallel_for(tbb::blocked_range<std::size_t>(0, record_class.size(), 1 << 16), [&](const auto& range) {
+    for (std::size_t i = range.begin(); i != range.end(); ++i) {
+      out.fk[i] = static_cast<double>(class_counts[record_class[i]]);
+      out.fk_weighted[i] = class_weights[record_class[i]];
+    }
+  });
+  return out;
+}
+
+FrequencySummary summarize_frequencies(std::span<const std::int64_t> class_counts, std::int64_t k) {
+  FrequencySummary summary;
+  summary.k = k;
+  summary.classes = static_cast<std::int64_t>(class_counts.size());
+  for (std::int64_t f : class_counts) {
+    summary.records += f;
+    if (f == 1) ++summary.sample_uniques;
+    if (f < k) {
+      summary.records_below_k += f;
+      ++summary.classes_below_k;
+    }
+  }
+  return summary;
+}
+
+std::optional<MissingKey> first_missing_key(const KeyColumns& keys) {
+  std::optional<MissingKey> first;
+  for (std::size_t j = 0; j < keys.key_count(); ++j) {
+    const auto& column = keys.codes[j];
+    const auto it = std::find(column.begin(), column.end(), -1);
+    if (it == column.end()) continue;
+    const auto record = static_cast<std::size_t>(it - column.begin());
+    if (!first || record < first->record) first = MissingKey{j, record};
+  }
+  return first;
+}
+
+}  // namespace sdc
