@@ -14,6 +14,7 @@
 #include <new>
 #include <optional>
 
+#include "distributed/comm.h"
 #include "engine/cli/command.h"
 #include "engine/logging.h"
 #include "io/atomic_output.h"
@@ -28,12 +29,23 @@ int fail(sdc::ExitCode code, const std::string& message) {
   return static_cast<int>(code);
 }
 
+// On a job of several ranks, a failing rank must not return to a collective where the others wait:
+// it names itself and ends the whole job with its exit code.
+int fail_job(const sdc::distributed::Communicator& comm, sdc::ExitCode code, const std::string& message) {
+  if (comm.size() == 1) return fail(code, message);
+  fail(code, "rank " + std::to_string(comm.rank()) + ": " + message);
+  std::fflush(stderr);
+  sdc::distributed::abort_job(static_cast<int>(code));
+}
+
 // CLI11 reports a mistyped command as "a subcommand is required"; name the word instead.
 std::string unknown_command_message(const CLI::App& app, int argc, char** argv) {
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
     if (arg.rfind("-", 0) == 0) {
       const auto* option = app.get_option_no_throw(arg.substr(0, arg.find('=')));
+      if (option == nullptr && arg != "--help" && arg != "-h" && arg != "--version")
+        return "unknown option '" + arg + "'";
       if (option != nullptr && option->get_type_size() != 0 && arg.find('=') == std::string::npos) ++i;
       continue;
     }
@@ -52,6 +64,8 @@ std::string unknown_command_message(const CLI::App& app, int argc, char** argv) 
 int main(int argc, char** argv) {
   using namespace sdc;
   io::install_output_cleanup_handlers();
+  distributed::MpiRuntime mpi(argc, argv);
+  const auto comm = distributed::Communicator::world();
 
   CLI::App app{"sdc-engine: statistical disclosure control of census-scale microdata", "sdc"};
   app.set_version_flag("--version", std::string(kToolName) + " " + kToolVersion);
@@ -76,6 +90,8 @@ int main(int argc, char** argv) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
+    // Every rank parses the same command line; one message (or help text) is enough.
+    if (comm.rank() != 0) return e.get_exit_code() == static_cast<int>(CLI::ExitCodes::Success) ? 0 : static_cast<int>(ExitCode::kUsage);
     if (e.get_exit_code() == static_cast<int>(CLI::ExitCodes::Success)) return app.exit(e);
     if (const auto unknown = unknown_command_message(app, argc, argv); !unknown.empty())
       return fail(ExitCode::kUsage, unknown + " (run 'sdc --help')");
@@ -85,8 +101,12 @@ int main(int argc, char** argv) {
   try {
     engine::RunContext context;
     context.argv.assign(argv, argv + argc);
+    context.ranks = comm.size();
     context.permissions = io::parse_permissions(global.permissions);
-    engine::configure_logging(global.log_level, global.log_file, context.permissions);
+    engine::configure_logging(global.log_level, comm.is_coordinator() ? global.log_file : std::nullopt,
+                              context.permissions);
+    // Progress and summaries come from the coordinator; other ranks speak only of problems.
+    if (!comm.is_coordinator() && spdlog::get_level() < spdlog::level::warn) spdlog::set_level(spdlog::level::warn);
 
     const int threads = global.threads > 0 ? global.threads : tbb::info::default_concurrency();
     tbb::global_control thread_limit(tbb::global_control::max_allowed_parallelism, static_cast<std::size_t>(threads));
@@ -101,10 +121,10 @@ int main(int argc, char** argv) {
     }
     return fail(ExitCode::kUsage, "no command given (run 'sdc --help')");
   } catch (const Error& e) {
-    return fail(e.code(), e.what());
+    return fail_job(comm, e.code(), e.what());
   } catch (const std::bad_alloc&) {
-    return fail(ExitCode::kInternal, "out of memory (see docs/memory.md for the memory each step needs)");
+    return fail_job(comm, ExitCode::kInternal, "out of memory (see docs/memory.md for the memory each step needs)");
   } catch (const std::exception& e) {
-    return fail(ExitCode::kInternal, std::string("internal error: ") + e.what());
+    return fail_job(comm, ExitCode::kInternal, std::string("internal error: ") + e.what());
   }
 }

@@ -1,0 +1,114 @@
+#pragma once
+// The MPI layer. This folder is the only one that includes <mpi.h>, and only in its .cpp files: the
+// rest of sdc-engine sees ranks, byte buffers and typed helpers, never MPI types.
+//
+// Every collective here is entered by all ranks or none. A rank that fails does not return to a
+// collective: it calls abort_job(), which ends every rank of the job with the error's exit code.
+
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <span>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+namespace sdc::distributed {
+
+/// MPI_Init_thread at construction (threads funnelled: only the main thread calls MPI), MPI_Finalize
+/// at destruction. Works with and without mpirun (a lone process is a job of one rank).
+class MpiRuntime {
+ public:
+  MpiRuntime(int& argc, char**& argv);
+  ~MpiRuntime();
+  MpiRuntime(const MpiRuntime&) = delete;
+  MpiRuntime& operator=(const MpiRuntime&) = delete;
+};
+
+bool mpi_is_initialized();
+
+/// Ends the whole job: every rank exits with `exit_code`. With one rank, exits the process.
+[[noreturn]] void abort_job(int exit_code);
+
+/// The world communicator: all ranks of the job.
+class Communicator {
+ public:
+  static Communicator world();
+
+  int rank() const noexcept { return rank_; }
+  int size() const noexcept { return size_; }
+  /// Rank 0 merges partial results and writes reports.
+  bool is_coordinator() const noexcept { return rank_ == 0; }
+
+  void barrier() const;
+
+  std::int64_t all_reduce_sum(std::int64_t value) const;
+  std::int64_t all_reduce_max(std::int64_t value) const;
+  std::int64_t all_reduce_min(std::int64_t value) const;
+  /// Every rank's `bytes`, in rank order (sizes may differ).
+  std::vector<std::vector<std::byte>> all_gather_bytes(std::span<const std::byte> bytes) const;
+  /// Personalised all-to-all: send[r] goes to rank r; returns what each rank sent here, by source.
+  /// Buffers of any size (sent in rounds below MPI's int counts).
+  std::vector<std::vector<std::byte>> all_to_all_bytes(const std::vector<std::vector<std::byte>>& send) const;
+  /// The coordinator's `bytes` on every rank.
+  std::vector<std::byte> broadcast_bytes(std::span<const std::byte> bytes) const;
+
+  template <typename T>
+  std::vector<T> all_gather(const T& value) const {
+    static_assert(std::is_trivially_copyable_v<T>);
+    const auto parts = all_gather_bytes(std::as_bytes(std::span(&value, 1)));
+    std::vector<T> out(parts.size());
+    for (std::size_t r = 0; r < parts.size(); ++r) std::memcpy(&out[r], parts[r].data(), sizeof(T));
+    return out;
+  }
+
+ private:
+  Communicator(int rank, int size) : rank_(rank), size_(size) {}
+  int rank_ = 0;
+  int size_ = 1;
+};
+
+// ---- byte buffers for the shuffles: trivially copyable values appended and read back in order ----
+
+class ByteWriter {
+ public:
+  template <typename T>
+  void put(const T& value) {
+    static_assert(std::is_trivially_copyable_v<T>);
+    const auto* p = reinterpret_cast<const std::byte*>(&value);
+    bytes_.insert(bytes_.end(), p, p + sizeof(T));
+  }
+  template <typename T>
+  void put_span(std::span<const T> values) {
+    static_assert(std::is_trivially_copyable_v<T>);
+    const auto bytes = std::as_bytes(values);
+    bytes_.insert(bytes_.end(), bytes.begin(), bytes.end());
+  }
+  std::vector<std::byte>& bytes() { return bytes_; }
+
+ private:
+  std::vector<std::byte> bytes_;
+};
+
+class ByteReader {
+ public:
+  explicit ByteReader(std::span<const std::byte> bytes) : bytes_(bytes) {}
+  template <typename T>
+  T get() {
+    T value;
+    read_into(&value, sizeof(T));
+    return value;
+  }
+  template <typename T>
+  void get_span(std::span<T> out) {
+    read_into(out.data(), out.size_bytes());
+  }
+  bool done() const { return position_ == bytes_.size(); }
+
+ private:
+  void read_into(void* out, std::size_t size);
+  std::span<const std::byte> bytes_;
+  std::size_t position_ = 0;
+};
+
+}  // namespace sdc::distributed
