@@ -22,8 +22,13 @@ struct KeyGrouping {
   std::size_t key_count = 0;
   std::vector<std::int32_t> class_keys;     ///< class c's tuple: [c*key_count, (c+1)*key_count)
   std::vector<std::uint32_t> record_class;  ///< class of each record
+  /// Records in class order (ties by record index): class c holds
+  /// sorted_records[class_offsets[c] .. class_offsets[c+1]).
+  std::vector<std::uint32_t> sorted_records;
+  std::vector<std::uint32_t> class_offsets;
 
-  std::size_t class_count() const { return key_count == 0 ? (record_class.empty() ? 0 : 1) : class_keys.size() / key_count; }
+  std::size_t class_count() const { return class_offsets.empty() ? 0 : class_offsets.size() - 1; }
+  std::uint32_t class_size(std::size_t c) const { return class_offsets[c + 1] - class_offsets[c]; }
   std::span<const std::int32_t> key(std::size_t c) const {
     return std::span<const std::int32_t>(class_keys).subspan(c * key_count, key_count);
   }
@@ -33,7 +38,9 @@ struct KeyGrouping {
 int compare_key_tuples(std::span<const std::int32_t> a, std::span<const std::int32_t> b);
 
 /// Groups the records. Runs on the threads of the current TBB arena; the result does not depend on
-/// their number. Needs about 16 bytes per record of scratch beyond the result.
+/// their number. When the key space fits in 64 bits (the product of L_j + 1), a parallel LSD radix
+/// sort of packed codes; otherwise a parallel comparison sort. Needs about 32 bytes per record of
+/// scratch beyond the result (12 bytes per record plus 4 + 4 x keys per class).
 KeyGrouping group_by_keys(const KeyColumns& keys);
 
 }  // namespace sdc

@@ -15,13 +15,16 @@ LocalFrequencyCount frequency_count_local(const KeyColumns& keys, std::span<cons
   const std::size_t classes = grouping.class_count();
   local.classes.key_count = grouping.key_count;
   local.classes.class_keys = std::move(grouping.class_keys);
-  local.classes.counts.assign(classes, 0);
+  local.classes.counts.resize(classes);
   local.classes.weights.resize(classes);
-  for (std::size_t i = 0; i < grouping.record_class.size(); ++i) {
-    const std::uint32_t c = grouping.record_class[i];
-    ++local.classes.counts[c];
-    local.classes.weights[c].add(weights.empty() ? 1.0 : weights[i]);
-  }
+  tbb::parallel_for(tbb::blocked_range<std::size_t>(0, classes, 1 << 14), [&](const auto& range) {
+    for (std::size_t c = range.begin(); c != range.end(); ++c) {
+      local.classes.counts[c] = grouping.class_size(c);
+      ExactSum& sum = local.classes.weights[c];
+      for (std::uint32_t p = grouping.class_offsets[c]; p < grouping.class_offsets[c + 1]; ++p)
+        sum.add(weights.empty() ? 1.0 : weights[grouping.sorted_records[p]]);
+    }
+  });
   local.record_class = std::move(grouping.record_class);
   return local;
 }
