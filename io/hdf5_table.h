@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -16,6 +17,8 @@ namespace sdc::io {
 
 inline constexpr int kFormatVersion = 1;
 inline constexpr std::int64_t kDefaultChunkRows = 1 << 17;
+/// HDF5 caps a chunk at 4 GiB; 2^24 rows keep an 8-byte chunk at 128 MiB.
+inline constexpr std::int64_t kMaxChunkRows = 1 << 24;
 
 /// The HDF5 filter pipeline of every variable dataset. Default: shuffle + deflate level 1.
 struct Hdf5Filters {
@@ -23,7 +26,8 @@ struct Hdf5Filters {
   int deflate_level = 1;  ///< 0 = no deflate, 1..9 zlib levels
 };
 
-/// Parses "none", "deflate=N", "shuffle,deflate=N" or "shuffle". Throws UsageError naming the text.
+/// Parses "none", "default" (= "shuffle,deflate=1"), "shuffle", "deflate=N" or "shuffle,deflate=N" with
+/// N in 1..9 (the two parts in either order). Throws UsageError naming the text.
 Hdf5Filters parse_filters(std::string_view text);
 std::string to_string(const Hdf5Filters& filters);
 
@@ -41,14 +45,32 @@ Provenance make_provenance(std::string command, std::string input_digest);
 
 struct Hdf5WriteOptions {
   Hdf5Filters filters;
-  std::int64_t chunk_rows = kDefaultChunkRows;
+  std::int64_t chunk_rows = kDefaultChunkRows;  ///< 1..kMaxChunkRows; a table shorter than this is one chunk
   Provenance provenance;
   FilePermissions permissions;
 };
 
 /// Writes `table` to `output` atomically (temporary name, renamed when complete). Compression runs
-/// on all threads of the current TBB arena.
+/// on all threads of the current TBB arena. Throws UsageError for options out of range, InvalidInput
+/// naming the variable when the table cannot be stored (level labels that repeat or contain a NUL,
+/// a role that does not admit the type), IoError naming `output` when the file cannot be written; a
+/// failure leaves neither `output` nor a temporary file behind. Values are written as they are:
+/// callers that want the data-model checks run validate_table() first.
 void write_table(const Table& table, const std::filesystem::path& output, const Hdf5WriteOptions& options);
+
+/// For writers that produce one file from several processes (engine/partitioned_table.cpp): makes
+/// the file at `path` (an existing file is truncated, keeping its mode; usually an AtomicOutput's
+/// temporary file) with the attributes and full-length datasets of a table of `row_count` rows, and
+/// no values. Fill it with write_table_rows(), one writer at a time, then commit the AtomicOutput.
+/// Throws as write_table() does; errors name `path`.
+void create_table_file(const std::filesystem::path& path, const std::vector<VariableInfo>& variables,
+                       std::int64_t row_count, const Hdf5WriteOptions& options);
+
+/// Writes the values of `part` into a file made by create_table_file() with the same `options`, at
+/// rows part.first_row_id() .. + part.row_count(). The range must cover whole chunks (start on a
+/// chunk boundary, end on one or at the end of the file), so that no two writers share a chunk;
+/// anything else is an InternalError. IoError naming `path` when the file cannot be written.
+void write_table_rows(const std::filesystem::path& path, const Table& part, const Hdf5WriteOptions& options);
 
 /// Everything in a file but the values.
 struct FileSummary {
@@ -57,29 +79,58 @@ struct FileSummary {
   std::int64_t row_count = 0;
   Provenance provenance;
   Hdf5Filters filters;  ///< of the first variable
-  std::int64_t chunk_rows = 0;
+  std::int64_t chunk_rows = 0;  ///< of the first variable; 0 when it is not chunked or there is none
   std::vector<VariableInfo> variables;  ///< in file order
 };
 
 /// Reads and checks the metadata (format version, row count, each variable's attributes, dtype and
-/// length). Throws IoError when the file cannot be opened, InvalidInput naming the file and variable
-/// when it is not an sdc-engine HDF5 file or violates the format.
+/// length, and the data-model rules on metadata: roles admit their types, geography levels are 1..L,
+/// level labels are distinct). Throws IoError when the file cannot be opened, InvalidInput naming
+/// the file and variable when it is not an sdc-engine HDF5 file or violates the format.
 FileSummary read_summary(const std::filesystem::path& path);
 
 struct Hdf5ReadOptions {
   std::vector<std::string> variables;  ///< empty = all, in file order; otherwise in this order
   std::int64_t first_row = 0;
   std::int64_t row_count = -1;  ///< -1 = to the end
-  bool validate = true;         ///< run validate_table() on what was read
+  /// Run validate_table()'s value checks on what was read (codes inside their levels, no infinite
+  /// values, weights present and non-negative), one variable at a time so that a subset of the
+  /// variables validates like the whole file. Metadata is always checked.
+  bool validate = true;
 };
 
 /// Reads variables and a row range. The table's first_row_id() is `first_row`. Throws InvalidInput
-/// naming the file and variable for a missing variable or malformed data.
+/// naming the file and variable for a missing variable or malformed data. Only the chunks that
+/// overlap the row range are read.
 Table read_table(const std::filesystem::path& path, const Hdf5ReadOptions& options = {});
+
+/// An open file for streaming reads: the metadata is read and checked once, then any number of
+/// read() calls fetch variables and row ranges (e.g. one variable at a time, in blocks of
+/// streaming_block_rows(), to keep memory bounded by a block). Not thread-safe: HDF5 is not.
+class Hdf5TableReader {
+ public:
+  /// Throws as read_summary() does.
+  explicit Hdf5TableReader(const std::filesystem::path& path);
+  ~Hdf5TableReader();
+  Hdf5TableReader(const Hdf5TableReader&) = delete;
+  Hdf5TableReader& operator=(const Hdf5TableReader&) = delete;
+
+  const FileSummary& summary() const noexcept;
+  /// As read_table() on this file.
+  Table read(const Hdf5ReadOptions& options = {}) const;
+  /// Rows per block for streaming `variable`: whole chunks of it, about 32 MiB of values. Throws
+  /// InvalidInput when the file has no such variable.
+  std::int64_t streaming_block_rows(std::string_view variable) const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
 
 /// SHA-256 (hex) of the file's content: every variable's name, attributes, type and values in file
 /// order, and every file attribute except the run-describing provenance (created_utc, command).
-/// Independent of chunking, filters and HDF5 library version.
+/// Independent of chunking, filters and HDF5 library version (serialization: docs/format.md).
+/// Streams one block of one variable at a time. Throws as read_summary() does.
 std::string content_digest(const std::filesystem::path& path);
 
 }  // namespace sdc::io

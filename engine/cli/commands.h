@@ -11,5 +11,6 @@ std::unique_ptr<Command> make_import_command();
 std::unique_ptr<Command> make_export_command();
 std::unique_ptr<Command> make_info_command();
 std::unique_ptr<Command> make_generate_command();
+std::unique_ptr<Command> make_risk_command();
 
 }  // namespace sdc::engine

@@ -55,8 +55,10 @@ nlohmann::json RunReport::to_json(const std::vector<std::int64_t>& peak_memory) 
   };
 }
 
-void RunReport::write(const std::filesystem::path& path, io::FilePermissions permissions) const {
-  io::write_file_atomically(path, to_json({peak_memory_bytes()}).dump(2) + "\n", permissions);
+void RunReport::write(const std::filesystem::path& path, io::FilePermissions permissions,
+                      const std::vector<std::int64_t>& peaks) const {
+  const auto memory = peaks.empty() ? std::vector<std::int64_t>{peak_memory_bytes()} : peaks;
+  io::write_file_atomically(path, to_json(memory).dump(2) + "\n", permissions);
 }
 
 std::int64_t peak_memory_bytes() {

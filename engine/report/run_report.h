@@ -48,7 +48,9 @@ class RunReport {
 
   /// `peak_memory_bytes` holds one entry per rank; without MPI, this process's peak.
   nlohmann::json to_json(const std::vector<std::int64_t>& peak_memory_bytes) const;
-  void write(const std::filesystem::path& path, io::FilePermissions permissions) const;
+  /// `peak_memory_bytes`: one entry per rank (gathered by the caller); empty = this process's peak.
+  void write(const std::filesystem::path& path, io::FilePermissions permissions,
+             const std::vector<std::int64_t>& peak_memory_bytes = {}) const;
 
  private:
   RunContext context_;

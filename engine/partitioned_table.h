@@ -1,0 +1,33 @@
+#pragma once
+// Reading and writing one table across the ranks of a job: each rank holds a household-aligned row
+// range (distributed/partition.h) of the input, and the output is one file with every rank's rows
+// in rank order. Composes io/ (files) and distributed/ (ranks); neither knows the other.
+
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "distributed/comm.h"
+#include "distributed/partition.h"
+#include "io/hdf5_table.h"
+
+namespace sdc::engine {
+
+struct TablePart {
+  io::FileSummary summary;  ///< of the whole file
+  distributed::RowRange range;
+  Table table;  ///< this rank's rows; first_row_id() == range.first
+};
+
+/// Collective. Every rank reads its share of `path`. With a household variable, boundaries fall
+/// between households and the file must be sorted by it (InvalidInput naming the first bad row id).
+TablePart read_partitioned(const distributed::Communicator& comm, const std::filesystem::path& path,
+                           const std::optional<std::string>& household_variable);
+
+/// Collective. Writes every rank's `part` (rows in rank order, equal variables on every rank) as one
+/// file, atomically: the output appears only when every rank has written its rows.
+void write_partitioned(const distributed::Communicator& comm, const Table& part, const std::filesystem::path& output,
+                       const io::Hdf5WriteOptions& options);
+
+}  // namespace sdc::engine
