@@ -113,6 +113,8 @@ constexpr const char* kAttrToolVersion = "provenance_tool_version";
 constexpr const char* kAttrCommand = "provenance_command";
 constexpr const char* kAttrInputDigest = "provenance_input_digest";
 constexpr const char* kAttrCreatedUtc = "provenance_created_utc";
+constexpr const char* kAttrStepFingerprint = "provenance_step_fingerprint";
+constexpr const char* kAttrStepResults = "provenance_step_results";
 constexpr const char* kAttrType = "type";
 constexpr const char* kAttrRole = "role";
 constexpr const char* kAttrLevels = "levels";
@@ -373,7 +375,9 @@ class TableWriter {
         !write_string_attribute(root, kAttrToolVersion, provenance.tool_version) ||
         !write_string_attribute(root, kAttrCommand, provenance.command) ||
         !write_string_attribute(root, kAttrInputDigest, provenance.input_digest) ||
-        !write_string_attribute(root, kAttrCreatedUtc, provenance.created_utc))
+        !write_string_attribute(root, kAttrCreatedUtc, provenance.created_utc) ||
+        !write_string_attribute(root, kAttrStepFingerprint, provenance.step_fingerprint) ||
+        !write_string_attribute(root, kAttrStepResults, provenance.step_results))
       fail("the file attributes");
   }
 
@@ -678,6 +682,8 @@ struct Hdf5TableReader::Impl {
     summary.provenance.command = read_string(root, kAttrCommand, {}).value_or("");
     summary.provenance.input_digest = read_string(root, kAttrInputDigest, {}).value_or("");
     summary.provenance.created_utc = read_string(root, kAttrCreatedUtc, {}).value_or("");
+    summary.provenance.step_fingerprint = read_string(root, kAttrStepFingerprint, {}).value_or("");
+    summary.provenance.step_results = read_string(root, kAttrStepResults, {}).value_or("");
   }
 
   void open_variables_group() {
@@ -1169,8 +1175,12 @@ std::string to_string(const Hdf5Filters& filters) {
 }
 
 Provenance make_provenance(std::string command, std::string input_digest) {
-  return Provenance{std::string(kToolName) + " " + kToolVersion, std::move(command), std::move(input_digest),
-                    utc_timestamp()};
+  Provenance provenance;
+  provenance.tool_version = std::string(kToolName) + " " + kToolVersion;
+  provenance.command = std::move(command);
+  provenance.input_digest = std::move(input_digest);
+  provenance.created_utc = utc_timestamp();
+  return provenance;
 }
 
 void write_table(const Table& table, const std::filesystem::path& output, const Hdf5WriteOptions& options) {
@@ -1238,6 +1248,7 @@ std::string content_digest(const std::filesystem::path& path) {
   hash.update_u64(static_cast<std::uint64_t>(summary.row_count));
   hash.update_field(summary.provenance.tool_version);
   hash.update_field(summary.provenance.input_digest);
+  hash.update_field(summary.provenance.step_fingerprint);
   hash.update_u64(summary.variables.size());
   for (const VariableInfo& info : summary.variables) {
     hash.update_field(info.name);

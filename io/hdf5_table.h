@@ -38,6 +38,11 @@ struct Provenance {
   std::string command;
   std::string input_digest;  ///< content digest of the input the file was made from; empty for none
   std::string created_utc;   ///< ISO 8601; from SOURCE_DATE_EPOCH when that is set
+  /// Identity of the step that made the file (docs/checkpoints.md); empty for files not made by a step.
+  std::string step_fingerprint;
+  /// The step's results as JSON text, so that a resumed run reports what the skipped step found.
+  /// Derived from the content, so left out of the content digest.
+  std::string step_results;
 };
 
 /// Provenance of a file written now by this build of sdc-engine.

@@ -7,6 +7,7 @@
 #include <map>
 
 #include "distributed/compose/frequency_count.h"
+#include "engine/checkpoint.h"
 #include "engine/cli/commands.h"
 #include "engine/partitioned_table.h"
 #include "engine/report/run_report.h"
@@ -27,6 +28,7 @@ struct RiskOptions {
   std::int64_t k_anonymity = 3;
   MissingKeys missing = MissingKeys::kReject;
   std::string filters = "shuffle,deflate=1";
+  bool resume = false;
 };
 
 constexpr const char* kFk = "fk";
@@ -99,6 +101,8 @@ class RiskCommand final : public Command {
         ->transform(CLI::CheckedTransformer(missing, CLI::ignore_case))
         ->type_name("reject|category");
     app->add_option("--filters", options_.filters, "HDF5 filters of the output: none, shuffle, deflate=N or shuffle,deflate=N");
+    app->add_flag("--resume", options_.resume,
+                  "skip the step when the output exists and was made from the same input, parameters and seed");
     return app;
   }
 
@@ -118,6 +122,27 @@ class RiskCommand final : public Command {
                        {"k-anonymity", options_.k_anonymity},
                        {"missing", options_.missing == MissingKeys::kReject ? "reject" : "category"}};
 
+    // The input's digest identifies the step (checkpoints) and goes into the report and provenance.
+    std::string input_digest;
+    if (comm.is_coordinator()) input_digest = io::content_digest(options_.input);
+    const std::string fingerprint = step_fingerprint({input_digest, "risk", step.parameters, {}, std::nullopt});
+    write_options.provenance = io::make_provenance(context.command_line(), input_digest);
+    write_options.provenance.step_fingerprint = fingerprint;
+
+    std::string earlier_results;
+    if (options_.resume && comm.is_coordinator()) {
+      if (auto results = completed_step_results(options_.output, fingerprint)) earlier_results = results->dump();
+    }
+    const auto shared = comm.broadcast_bytes(std::as_bytes(std::span(earlier_results.data(), earlier_results.size())));
+    if (!shared.empty()) {
+      timer.stop();
+      step.results = nlohmann::json::parse(std::string(reinterpret_cast<const char*>(shared.data()), shared.size()));
+      step.warnings.push_back("resumed: the output was complete from an earlier run with the same input, parameters "
+                              "and seed; the step was skipped");
+      finish(comm, context, report, read_summary_rows(), input_digest);
+      return;
+    }
+
     TablePart part = read_partitioned(comm, options_.input, options_.household);
     const KeyColumns keys = key_columns(part.table, options_.keys);
     if (options_.weight) check_weights(part.table, *options_.weight);
@@ -128,29 +153,34 @@ class RiskCommand final : public Command {
     distributed::DistributedFrequencies frequencies = distributed::distributed_frequency_count(comm, keys, weights, options_.k_anonymity);
     const FrequencySummary summary = frequencies.summary;
     Table out = output_table(std::move(part.table), std::move(frequencies), options_.k_anonymity, step.warnings);
-
-    std::string input_digest;
-    if (comm.is_coordinator()) input_digest = io::content_digest(options_.input);
-    write_options.provenance = io::make_provenance(context.command_line(), input_digest);
-    write_partitioned(comm, out, options_.output, write_options);
-    timer.stop();
-
     step.results = {{"records", summary.records},
                     {"equivalence_classes", summary.classes},
                     {"sample_uniques", summary.sample_uniques},
                     {"records_below_k", summary.records_below_k},
                     {"classes_below_k", summary.classes_below_k},
                     {"k", summary.k}};
+    write_options.provenance.step_results = step.results.dump();
+    write_partitioned(comm, out, options_.output, write_options);
+    timer.stop();
+    if (comm.is_coordinator())
+      spdlog::info("risk: {} records, {} equivalence classes, {} sample uniques, {} records in classes below k={}",
+                   summary.records, summary.classes, summary.sample_uniques, summary.records_below_k, summary.k);
+    finish(comm, context, report, part.summary.row_count, input_digest);
+  }
+
+ private:
+  std::int64_t read_summary_rows() const { return io::read_summary(options_.input).row_count; }
+
+  /// Collective: gathers every rank's peak memory; the coordinator writes the report.
+  void finish(const distributed::Communicator& comm, const RunContext& context, RunReport& report, std::int64_t rows,
+              const std::string& input_digest) const {
     const auto peaks = comm.all_gather(peak_memory_bytes());
     if (!comm.is_coordinator()) return;
-    spdlog::info("risk: {} records, {} equivalence classes, {} sample uniques, {} records in classes below k={}",
-                 summary.records, summary.classes, summary.sample_uniques, summary.records_below_k, summary.k);
-    report.set_input(options_.input, part.summary.row_count, input_digest);
+    report.set_input(options_.input, rows, input_digest);
     report.add_output(options_.output, "data");
     if (options_.report) report.write(*options_.report, context.permissions, peaks);
   }
 
- private:
   /// Collective: the first missing key value over all ranks is an error naming its variable and row.
   void reject_missing_keys(const distributed::Communicator& comm, const Table& table, const KeyColumns& keys) const {
     const auto missing = first_missing_key(keys);

@@ -76,7 +76,7 @@ Hdf5WriteOptions options_with(Hdf5Filters filters, std::int64_t chunk_rows = kDe
   Hdf5WriteOptions options;
   options.filters = filters;
   options.chunk_rows = chunk_rows;
-  options.provenance = Provenance{"sdc-engine test", "sdc test", "abc123", "2024-01-01T00:00:00Z"};
+  options.provenance = Provenance{"sdc-engine test", "sdc test", "abc123", "2024-01-01T00:00:00Z", "", ""};
   return options;
 }
 

@@ -1,0 +1,35 @@
+#include "engine/checkpoint.h"
+
+#include "io/hdf5_table.h"
+#include "io/sha256.h"
+#include "kernels/core/error.h"
+
+namespace sdc::engine {
+
+std::string step_fingerprint(const StepIdentity& identity) {
+  io::Sha256 hash;
+  hash.update_field("sdc-engine step fingerprint v1");
+  hash.update_field(identity.input_digest);
+  hash.update_field(identity.method);
+  hash.update_field(identity.parameters.dump());  // object keys are sorted: a canonical text
+  hash.update_u64(identity.draws.size());
+  for (StepId step : identity.draws) hash.update_u64(static_cast<std::uint64_t>(step));
+  hash.update_field(identity.seed_fingerprint.value_or(""));
+  return hash.hex_digest();
+}
+
+std::optional<nlohmann::json> completed_step_results(const std::filesystem::path& output, const std::string& fingerprint) {
+  std::error_code ec;
+  if (!std::filesystem::exists(output, ec)) return std::nullopt;
+  try {
+    const io::FileSummary summary = io::read_summary(output);
+    if (summary.provenance.step_fingerprint != fingerprint || summary.provenance.step_results.empty()) return std::nullopt;
+    return nlohmann::json::parse(summary.provenance.step_results);
+  } catch (const Error&) {
+    return std::nullopt;  // an unreadable or foreign file is simply rewritten
+  } catch (const nlohmann::json::exception&) {
+    return std::nullopt;
+  }
+}
+
+}  // namespace sdc::engine

@@ -1,0 +1,33 @@
+#pragma once
+// Checkpointable steps (docs/checkpoints.md). A step's result is a function of its input's content,
+// its method and parameters, the StepIds it draws with and the seed; the fingerprint of those is
+// stored in the step's output, so a later run with --resume skips a step whose output is complete
+// and was made from the same things.
+
+#include <nlohmann/json.hpp>
+
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "kernels/core/record_rng.h"
+
+namespace sdc::engine {
+
+struct StepIdentity {
+  std::string input_digest;              ///< content digest of the step's input
+  std::string method;                    ///< e.g. "risk"
+  nlohmann::json parameters;             ///< the method's parameters (not paths, threads or filters)
+  std::vector<StepId> draws;             ///< the StepIds the step draws with; empty for deterministic steps
+  std::optional<std::string> seed_fingerprint;
+};
+
+/// SHA-256 (hex) over the identity in a fixed serialization (parameters as canonical JSON).
+std::string step_fingerprint(const StepIdentity& identity);
+
+/// The results recorded by a completed earlier run of this step, when `output` exists, is a readable
+/// sdc-engine file and carries `fingerprint`; otherwise none (the step must run).
+std::optional<nlohmann::json> completed_step_results(const std::filesystem::path& output, const std::string& fingerprint);
+
+}  // namespace sdc::engine

@@ -1,0 +1,138 @@
+// `sdc risk` as a user runs it: the francdat oracle, missing keys, unsorted households, resume.
+
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include <sstream>
+
+#include "tests/support/sdc_process.h"
+
+namespace sdc::testing {
+namespace {
+
+/// Rows of a CSV as fields (no quoting in what sdc export writes for these files).
+std::vector<std::vector<std::string>> read_csv(const std::filesystem::path& path) {
+  std::vector<std::vector<std::string>> rows;
+  std::istringstream in(read_text(path));
+  std::string line;
+  while (std::getline(in, line)) {
+    std::vector<std::string> fields;
+    std::string field;
+    std::istringstream parts(line);
+    while (std::getline(parts, field, ',')) fields.push_back(field);
+    if (!line.empty() && line.back() == ',') fields.emplace_back();
+    rows.push_back(fields);
+  }
+  return rows;
+}
+
+std::vector<std::string> column(const std::vector<std::vector<std::string>>& rows, const std::string& name) {
+  const auto& header = rows.at(0);
+  const auto index = static_cast<std::size_t>(std::find(header.begin(), header.end(), name) - header.begin());
+  std::vector<std::string> values;
+  for (std::size_t r = 1; r < rows.size(); ++r) values.push_back(rows[r].at(index));
+  return values;
+}
+
+TEST(SdcRisk, ReproducesTheFrancdatOracle) {
+  const auto francdat = shared_data("francdat.csv");
+  if (francdat.empty()) GTEST_SKIP() << "../shared/data is absent";
+  TempDir dir;
+  ASSERT_EQ(run_sdc({"import", francdat.string(), "-o", (dir / "f.h5").string(), "--role", "weight=w"}).exit_code, 0);
+  const auto result = run_sdc({"risk", "-i", (dir / "f.h5").string(), "-o", (dir / "r.h5").string(), "--keys",
+                               "Key1,Key2,Key3,Key4", "--weight", "w", "--k-anonymity", "2", "--report",
+                               (dir / "r.json").string()});
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  ASSERT_EQ(run_sdc({"export", (dir / "r.h5").string(), "-o", (dir / "r.csv").string()}).exit_code, 0);
+  const auto rows = read_csv(dir / "r.csv");
+  // risk.md, oracle "E francdat".
+  EXPECT_EQ(column(rows, "fk"), (std::vector<std::string>{"2", "2", "2", "1", "1", "1", "1", "2"}));
+  EXPECT_EQ(column(rows, "fk_weighted"), (std::vector<std::string>{"110", "84.5", "84.5", "17", "541", "8", "5", "110"}));
+  EXPECT_EQ(column(rows, "violates_k_anonymity"),
+            (std::vector<std::string>{"false", "false", "false", "true", "true", "true", "true", "false"}));
+  EXPECT_EQ(column(rows, "Num1").size(), 8U) << "the input's variables are kept";
+
+  EXPECT_EQ(validate_report(dir / "r.json"), "");
+  const auto report = nlohmann::json::parse(read_text(dir / "r.json"));
+  const auto& results = report["steps"][0]["results"];
+  EXPECT_EQ(results["equivalence_classes"], 6);
+  EXPECT_EQ(results["sample_uniques"], 4);
+  EXPECT_EQ(results["records_below_k"], 4);
+  EXPECT_EQ(report["input"]["rows"], 8);
+}
+
+class ASmallHouseholdFile : public ::testing::Test {
+ protected:
+  void import(const std::string& csv, const std::vector<std::string>& flags) {
+    write_text(dir_ / "in.csv", csv);
+    std::vector<std::string> args{"import", (dir_ / "in.csv").string(), "-o", (dir_ / "in.h5").string()};
+    args.insert(args.end(), flags.begin(), flags.end());
+    const auto result = run_sdc(args);
+    ASSERT_EQ(result.exit_code, 0) << result.err;
+  }
+  ProcessResult risk(const std::vector<std::string>& flags) {
+    std::vector<std::string> args{"risk", "-i", (dir_ / "in.h5").string(), "-o", (dir_ / "out.h5").string()};
+    args.insert(args.end(), flags.begin(), flags.end());
+    return run_sdc(args);
+  }
+  TempDir dir_;
+};
+
+TEST_F(ASmallHouseholdFile, RejectsAMissingKeyNamingItsVariableAndRow) {
+  import("hid,sex,age\n1,1,30\n1,2,31\n2,,40\n3,1,50\n", {"--role", "household=hid"});
+  const auto result = risk({"--keys", "sex,age"});
+  EXPECT_EQ(result.exit_code, 3);
+  EXPECT_NE(result.err.find("variable 'sex', row id 2: missing key value"), std::string::npos) << result.err;
+  EXPECT_FALSE(std::filesystem::exists(dir_ / "out.h5"));
+}
+
+TEST_F(ASmallHouseholdFile, TreatsMissingAsALevelWithMissingCategory) {
+  import("hid,sex,age\n1,1,30\n1,,30\n2,,30\n3,1,50\n", {"--role", "household=hid"});
+  const auto result = risk({"--keys", "sex,age", "--missing", "category", "--report", (dir_ / "r.json").string()});
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  ASSERT_EQ(run_sdc({"export", (dir_ / "out.h5").string(), "-o", (dir_ / "out.csv").string()}).exit_code, 0);
+  EXPECT_EQ(column(read_csv(dir_ / "out.csv"), "fk"), (std::vector<std::string>{"1", "2", "2", "1"}));
+  EXPECT_EQ(validate_report(dir_ / "r.json"), "");
+}
+
+TEST_F(ASmallHouseholdFile, RejectsAFileNotSortedByHouseholdNamingTheFirstBadRow) {
+  import("hid,sex\n1,1\n1,2\n3,1\n2,2\n2,1\n", {"--type", "hid=id"});  // without the household role: not sorted
+  const auto result = risk({"--keys", "sex", "--household", "hid"});
+  EXPECT_EQ(result.exit_code, 3);
+  EXPECT_NE(result.err.find("variable 'hid', row id 3"), std::string::npos) << result.err;
+  EXPECT_FALSE(std::filesystem::exists(dir_ / "out.h5"));
+}
+
+TEST_F(ASmallHouseholdFile, RejectsANonCategoricalKeyAndABadThreshold) {
+  import("hid,sex,income\n1,1,10.5\n2,2,20.25\n", {"--role", "household=hid"});
+  const auto continuous_key = risk({"--keys", "sex,income"});
+  EXPECT_EQ(continuous_key.exit_code, 3);
+  EXPECT_NE(continuous_key.err.find("'income' is continuous, expected categorical"), std::string::npos) << continuous_key.err;
+  EXPECT_EQ(risk({"--keys", "sex", "--k-anonymity", "0"}).exit_code, 2);
+  EXPECT_EQ(risk({"--keys", "sex", "--missing", "wildcard"}).exit_code, 2);
+}
+
+TEST_F(ASmallHouseholdFile, ResumeSkipsACompletedStepAndReportsItsResults) {
+  import("hid,sex,age\n1,1,30\n1,2,31\n2,1,30\n3,1,50\n", {"--role", "household=hid"});
+  ASSERT_EQ(risk({"--keys", "sex,age", "--resume", "--report", (dir_ / "first.json").string()}).exit_code, 0);
+  const auto before = std::filesystem::last_write_time(dir_ / "out.h5");
+  const auto resumed = risk({"--keys", "sex,age", "--resume", "--report", (dir_ / "second.json").string()});
+  ASSERT_EQ(resumed.exit_code, 0) << resumed.err;
+  EXPECT_EQ(std::filesystem::last_write_time(dir_ / "out.h5"), before) << "the output was not rewritten";
+  const auto first = nlohmann::json::parse(read_text(dir_ / "first.json"));
+  const auto second = nlohmann::json::parse(read_text(dir_ / "second.json"));
+  EXPECT_EQ(second["steps"][0]["results"], first["steps"][0]["results"]);
+  EXPECT_NE(second["steps"][0]["warnings"].dump().find("resumed"), std::string::npos);
+  EXPECT_EQ(validate_report(dir_ / "second.json"), "");
+
+  // Other parameters make another step: it runs.
+  const auto changed = risk({"--keys", "sex", "--resume", "--report", (dir_ / "third.json").string()});
+  ASSERT_EQ(changed.exit_code, 0) << changed.err;
+  const auto third = nlohmann::json::parse(read_text(dir_ / "third.json"));
+  EXPECT_EQ(third["steps"][0]["warnings"].dump().find("resumed"), std::string::npos);
+  EXPECT_EQ(third["steps"][0]["results"]["equivalence_classes"], 2);
+}
+
+}  // namespace
+}  // namespace sdc::testing
