@@ -42,7 +42,8 @@ void add_seed_option(CLI::App& app, std::optional<std::filesystem::path>& seed_f
 
 CLI::Option* add_variable_list_option(CLI::App& app, const std::string& flag, std::vector<std::string>& names,
                                       const std::string& help) {
-  return app.add_option(flag, names, help)->delimiter(',')->type_name("VAR[,VAR...]");
+  // No extra arguments: `--keys a,b data.h5` must leave data.h5 to the positional input.
+  return app.add_option(flag, names, help)->delimiter(',')->allow_extra_args(false)->type_name("VAR[,VAR...]");
 }
 
 void add_mode_option(CLI::App& app, Mode& mode) {

@@ -71,6 +71,9 @@ struct BadCase {
   std::string secret;  // the offending value, which must never be shown
 };
 
+// Names the case in test listings (CTest shows the parameter) instead of dumping its bytes.
+void PrintTo(const BadCase& bad, std::ostream* out) { *out << bad.file; }
+
 class ABadCsv : public ::testing::TestWithParam<BadCase> {};
 
 TEST_P(ABadCsv, FailsNamingTheLineAndColumnButNotTheValueAndLeavesNothing) {

@@ -136,3 +136,22 @@ TEST_F(ASmallHouseholdFile, ResumeSkipsACompletedStepAndReportsItsResults) {
 
 }  // namespace
 }  // namespace sdc::testing
+
+namespace sdc::testing {
+namespace {
+
+TEST(SdcImport, SortsRowsByTheHouseholdVariableStably) {
+  TempDir dir;
+  write_text(dir / "in.csv", "hid,person\n3,a\n1,b\n3,c\n2,d\n1,e\n");
+  const auto result = run_sdc({"import", (dir / "in.csv").string(), "-o", (dir / "in.h5").string(), "--role",
+                               "household=hid", "--report", (dir / "r.json").string()});
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  ASSERT_EQ(run_sdc({"export", (dir / "in.h5").string(), "-o", (dir / "out.csv").string()}).exit_code, 0);
+  EXPECT_EQ(read_text(dir / "out.csv"), "hid,person\n1,b\n1,e\n2,d\n3,a\n3,c\n");
+  const auto report = nlohmann::json::parse(read_text(dir / "r.json"));
+  EXPECT_EQ(report["steps"][0]["results"]["sorted_by_household"], true);
+  EXPECT_EQ(validate_report(dir / "r.json"), "");
+}
+
+}  // namespace
+}  // namespace sdc::testing
