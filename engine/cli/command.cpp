@@ -1,5 +1,6 @@
 #include "engine/cli/command.h"
 
+#include <charconv>
 #include <map>
 
 namespace sdc::engine {
@@ -44,6 +45,18 @@ CLI::Option* add_variable_list_option(CLI::App& app, const std::string& flag, st
                                       const std::string& help) {
   // No extra arguments: `--keys a,b data.h5` must leave data.h5 to the positional input.
   return app.add_option(flag, names, help)->delimiter(',')->allow_extra_args(false)->type_name("VAR[,VAR...]");
+}
+
+CLI::Validator whole_number_at_least(std::int64_t minimum) {
+  return CLI::Validator(
+      [minimum](std::string& text) -> std::string {
+        std::int64_t value = 0;
+        const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
+        if (error != std::errc() || end != text.data() + text.size() || value < minimum)
+          return "expected a whole number >= " + std::to_string(minimum) + ", got '" + text + "'";
+        return {};
+      },
+      "INT>=" + std::to_string(minimum));
 }
 
 void add_mode_option(CLI::App& app, Mode& mode) {

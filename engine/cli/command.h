@@ -5,13 +5,17 @@
 
 #include <CLI/CLI.hpp>
 
+#include <nlohmann/json.hpp>
+
 #include <filesystem>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "io/atomic_output.h"
+#include "kernels/core/table.h"
 
 namespace sdc::engine {
 
@@ -30,6 +34,10 @@ struct RunContext {
   int ranks = 1;
   io::FilePermissions permissions;
 
+  /// Set by `sdc run`: a command's report goes here (the job writes one report for all its steps)
+  /// instead of to its --report file.
+  std::function<void(const nlohmann::json&)> report_sink;
+
   std::string command_line() const;  ///< argv joined by spaces, arguments with spaces quoted
 };
 
@@ -39,6 +47,18 @@ class Command {
   /// Adds the subcommand, its flags and its help to `parent`; returns it.
   virtual CLI::App* add_to(CLI::App& parent) = 0;
   virtual void run(const RunContext& context) = 0;
+
+  // ---- what `sdc run` checks before any step of a job runs (after the flags are parsed) ----
+
+  /// Adds a problem for every variable the flags name that `available` lacks or has another type.
+  virtual void check_variables(const std::vector<VariableInfo>& available, std::vector<std::string>& problems) const {
+    (void)available;
+    (void)problems;
+  }
+  /// The variables of the command's output: its input's plus these (or only these when
+  /// keeps_input_variables() is false).
+  virtual std::vector<VariableInfo> added_variables() const { return {}; }
+  virtual bool keeps_input_variables() const { return true; }
 };
 
 std::vector<std::unique_ptr<Command>> make_commands();
@@ -56,6 +76,9 @@ void add_seed_option(CLI::App& app, std::optional<std::filesystem::path>& seed_f
 /// A comma-separated variable list, e.g. `--keys a,b,c`.
 CLI::Option* add_variable_list_option(CLI::App& app, const std::string& flag, std::vector<std::string>& names,
                                       const std::string& help);
+
+/// Accepts a whole number >= `minimum`, with a message that says so (CLI11's own names the type's range).
+CLI::Validator whole_number_at_least(std::int64_t minimum);
 
 /// "native" or "compat" — for every method that has a reference-compatible mode.
 enum class Mode { kNative, kCompat };

@@ -3,6 +3,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <cmath>
 #include <map>
 
@@ -93,7 +94,7 @@ class RiskCommand final : public Command {
                     "household id variable: ranks split the file between households (the file must be sorted by it)")
         ->type_name("VAR");
     app->add_option("--k-anonymity", options_.k_anonymity, "a record violates k-anonymity when its fk is below K")
-        ->check(CLI::PositiveNumber)
+        ->check(whole_number_at_least(1))
         ->type_name("K");
     const std::map<std::string, MissingKeys> missing{{"reject", MissingKeys::kReject}, {"category", MissingKeys::kCategory}};
     app->add_option("--missing", options_.missing,
@@ -166,6 +167,32 @@ class RiskCommand final : public Command {
       spdlog::info("risk: {} records, {} equivalence classes, {} sample uniques, {} records in classes below k={}",
                    summary.records, summary.classes, summary.sample_uniques, summary.records_below_k, summary.k);
     finish(comm, context, report, part.summary.row_count, input_digest);
+  }
+
+  void check_variables(const std::vector<VariableInfo>& available, std::vector<std::string>& problems) const override {
+    const auto expect = [&](const std::string& name, VariableType type, const char* flag) {
+      const auto it = std::find_if(available.begin(), available.end(), [&](const VariableInfo& v) { return v.name == name; });
+      if (it == available.end())
+        problems.push_back(std::string(flag) + ": variable '" + name + "' is not in the step's input");
+      else if (it->type != type)
+        problems.push_back(std::string(flag) + ": variable '" + name + "' is " + std::string(to_string(it->type)) +
+                           ", expected " + std::string(to_string(type)));
+    };
+    for (const auto& key : options_.keys) expect(key, VariableType::kCategorical, "keys");
+    if (options_.weight) expect(*options_.weight, VariableType::kContinuous, "weight");
+    if (options_.household) expect(*options_.household, VariableType::kId, "household");
+  }
+
+  std::vector<VariableInfo> added_variables() const override {
+    std::vector<VariableInfo> added(3);
+    added[0].name = kFk;
+    added[0].type = VariableType::kContinuous;
+    added[1].name = kFkWeighted;
+    added[1].type = VariableType::kContinuous;
+    added[2].name = kViolation;
+    added[2].type = VariableType::kCategorical;
+    added[2].levels = {"false", "true"};
+    return added;
   }
 
  private:

@@ -58,6 +58,10 @@ nlohmann::json RunReport::to_json(const std::vector<std::int64_t>& peak_memory) 
 void RunReport::write(const std::filesystem::path& path, io::FilePermissions permissions,
                       const std::vector<std::int64_t>& peaks) const {
   const auto memory = peaks.empty() ? std::vector<std::int64_t>{peak_memory_bytes()} : peaks;
+  if (context_.report_sink) {
+    context_.report_sink(to_json(memory));
+    return;
+  }
   io::write_file_atomically(path, to_json(memory).dump(2) + "\n", permissions);
 }
 

@@ -1,0 +1,297 @@
+#include "engine/job_runner.h"
+
+#include <spdlog/spdlog.h>
+#include <tbb/global_control.h>
+
+#include <algorithm>
+#include <memory>
+#include <sstream>
+
+#include "distributed/comm.h"
+#include "io/hdf5_table.h"
+#include "io/job_file.h"
+#include "io/seed.h"
+#include "kernels/core/error.h"
+
+namespace sdc::engine {
+namespace {
+
+/// A fresh command tree: CLI11 binds flags to the command objects, so every parse needs new ones.
+struct CommandTree {
+  CLI::App root{"sdc", "sdc"};
+  std::vector<std::unique_ptr<Command>> commands;
+  std::vector<std::pair<CLI::App*, Command*>> subcommands;
+
+  CommandTree() {
+    commands = make_commands();
+    for (auto& command : commands) subcommands.emplace_back(command->add_to(root), command.get());
+  }
+
+  /// The app of a method ("risk", "generate census") and the command that owns it.
+  std::pair<CLI::App*, Command*> find(const std::string& method) {
+    std::istringstream words(method);
+    std::string word;
+    CLI::App* app = &root;
+    Command* owner = nullptr;
+    while (words >> word) {
+      CLI::App* next = nullptr;
+      try {
+        next = app->get_subcommand(word);
+      } catch (const CLI::OptionNotFound&) {
+        return {nullptr, nullptr};
+      }
+      if (owner == nullptr) {
+        for (auto& [sub, command] : subcommands)
+          if (sub == next) owner = command;
+      }
+      app = next;
+    }
+    if (app == &root || app->get_subcommands({}).size() > 0) return {nullptr, nullptr};
+    return {app, owner};
+  }
+
+  std::string methods() const {
+    std::string out;
+    for (const auto& [sub, command] : subcommands) {
+      if (sub->get_name() == "run") continue;
+      const auto children = sub->get_subcommands({});
+      if (children.empty()) {
+        out += (out.empty() ? "" : ", ") + sub->get_name();
+      } else {
+        for (const auto* child : children) out += (out.empty() ? "" : ", ") + sub->get_name() + " " + child->get_name();
+      }
+    }
+    return out;
+  }
+};
+
+bool has_flag(CLI::App* app, const std::string& name) { return app->get_option_no_throw("--" + name) != nullptr; }
+
+std::string option_names(CLI::App* app) {
+  std::string out;
+  for (const CLI::Option* option : app->get_options()) {
+    if (option->get_lnames().empty() || option->get_lnames().front() == "help") continue;
+    out += (out.empty() ? "" : ", ") + option->get_lnames().front();
+  }
+  return out;
+}
+
+/// A step ready to run: its command line and where its data flows.
+struct StepPlan {
+  io::JobStep step;
+  std::vector<std::string> argv;  ///< without the program name
+  std::optional<std::filesystem::path> output;
+};
+
+/// Parses `argv` into a fresh tree; returns the command and its app, or the parse error's text.
+struct Parsed {
+  std::unique_ptr<CommandTree> tree;
+  CLI::App* app = nullptr;
+  Command* command = nullptr;
+  std::string error;
+};
+
+Parsed parse_step(const std::string& method, const std::vector<std::string>& argv) {
+  Parsed parsed;
+  parsed.tree = std::make_unique<CommandTree>();
+  std::tie(parsed.app, parsed.command) = parsed.tree->find(method);
+  std::vector<std::string> args{"sdc"};
+  args.insert(args.end(), argv.begin(), argv.end());
+  std::vector<char*> c_args;
+  for (auto& arg : args) c_args.push_back(arg.data());
+  try {
+    parsed.tree->root.parse(static_cast<int>(c_args.size()), c_args.data());
+  } catch (const CLI::ParseError& e) {
+    parsed.error = e.what();
+  }
+  return parsed;
+}
+
+class JobPlanner {
+ public:
+  JobPlanner(io::JobFile job, const JobOverrides& overrides) : job_(std::move(job)), overrides_(overrides) {
+    if (overrides.input) job_.input = overrides.input;
+    if (overrides.output_dir) job_.output_dir = overrides.output_dir;
+    if (overrides.seed_file) job_.seed_file = overrides.seed_file;
+    if (overrides.report) job_.report = overrides.report;
+  }
+
+  /// Plans every step; collects every problem instead of stopping at the first.
+  std::vector<StepPlan> plan() {
+    if (job_.seed_file && !std::filesystem::exists(*job_.seed_file))
+      problem(0, "seed_file '" + job_.seed_file->string() + "' does not exist");
+    std::optional<std::filesystem::path> current_input = job_.input;
+    std::optional<std::vector<VariableInfo>> available = variables_of(current_input, 0);
+
+    std::vector<StepPlan> plans;
+    CommandTree names;
+    for (std::size_t i = 0; i < job_.steps.size(); ++i) {
+      const io::JobStep& step = job_.steps[i];
+      const std::string where = "step " + std::to_string(i + 1) + " (" + step.method + ")";
+      auto [app, command] = names.find(step.method);
+      if (app == nullptr || step.method == "run") {
+        problem(step.line, where + ": unknown method '" + step.method + "' (methods: " + names.methods() + ")");
+        available.reset();
+        continue;
+      }
+      StepPlan plan{step, {}, std::nullopt};
+      std::istringstream words(step.method);
+      for (std::string word; words >> word;) plan.argv.push_back(word);
+
+      bool explicit_input = false;
+      bool explicit_output = false;
+      for (const io::JobSetting& setting : step.settings) {
+        if (!has_flag(app, setting.key)) {
+          problem(setting.line, where + ": unknown key '" + setting.key + "' (keys: " + option_names(app) + ")");
+          continue;
+        }
+        explicit_input = explicit_input || setting.key == "input";
+        explicit_output = explicit_output || setting.key == "output";
+        const CLI::Option* option = app->get_option("--" + setting.key);
+        if (option->get_expected_max() == 0) {  // a flag: true adds it, false leaves it out
+          if (!setting.flag || setting.is_list) {
+            problem(setting.line, where + ": key '" + setting.key + "' is a switch: give true or false");
+            continue;
+          }
+          if (*setting.flag) plan.argv.push_back("--" + setting.key);
+          continue;
+        }
+        std::string value;
+        for (const auto& item : setting.values) value += (value.empty() ? "" : ",") + item;
+        plan.argv.push_back("--" + setting.key);
+        plan.argv.push_back(value);
+        if (setting.key == "input") {
+          current_input = value;
+          available = variables_of(current_input, setting.line);
+        }
+        if (setting.key == "output") plan.output = value;
+      }
+      if (has_flag(app, "input") && !explicit_input) {
+        if (!current_input) {
+          problem(step.line, where + ": no input: give 'input' in the job or in the step");
+        } else {
+          plan.argv.insert(plan.argv.end(), {"--input", current_input->string()});
+        }
+      }
+      if (has_flag(app, "output") && !explicit_output) {
+        plan.output = job_.output_dir.value_or(".") / (step.name + ".h5");
+        plan.argv.insert(plan.argv.end(), {"--output", plan.output->string()});
+      }
+      if (has_flag(app, "report")) plan.argv.insert(plan.argv.end(), {"--report", step.name + ".json"});
+      if (has_flag(app, "seed-file") && job_.seed_file) plan.argv.insert(plan.argv.end(), {"--seed-file", job_.seed_file->string()});
+      if (has_flag(app, "resume") && overrides_.resume) plan.argv.push_back("--resume");
+
+      Parsed parsed = parse_step(step.method, plan.argv);
+      if (!parsed.error.empty()) {
+        int line = step.line;  // the line of the key the message names, when it names one
+        for (const io::JobSetting& setting : step.settings)
+          if (parsed.error.find("--" + setting.key) != std::string::npos) line = setting.line;
+        problem(line, where + ": " + parsed.error);
+      } else if (available) {
+        std::vector<std::string> variable_problems;
+        parsed.command->check_variables(*available, variable_problems);
+        for (const auto& text : variable_problems) problem(step.line, where + ": " + text);
+        auto added = parsed.command->added_variables();
+        if (!parsed.command->keeps_input_variables()) available->clear();
+        for (auto& variable : added) {
+          std::erase_if(*available, [&](const VariableInfo& v) { return v.name == variable.name; });
+          available->push_back(std::move(variable));
+        }
+      } else if (parsed.command != nullptr && !parsed.command->keeps_input_variables()) {
+        available = parsed.command->added_variables();
+      }
+      if (plan.output) {
+        current_input = plan.output;
+        planned_outputs_.push_back(*plan.output);
+      }
+      plans.push_back(std::move(plan));
+    }
+    if (!problems_.empty()) {
+      std::string message = job_.path.string() + ": " + std::to_string(problems_.size()) + " problem" +
+                            (problems_.size() == 1 ? "" : "s") + " found before running:";
+      for (const auto& text : problems_) message += "\n  " + text;
+      throw InvalidJob(message);
+    }
+    return plans;
+  }
+
+  const io::JobFile& job() const { return job_; }
+
+ private:
+  void problem(int line, const std::string& text) {
+    problems_.push_back(line > 0 ? "line " + std::to_string(line) + ": " + text : text);
+  }
+
+  /// The variables of an existing input; none (unchecked) for a file a previous step will write.
+  std::optional<std::vector<VariableInfo>> variables_of(const std::optional<std::filesystem::path>& input, int line) {
+    if (!input) return std::nullopt;
+    for (const auto& planned : planned_outputs_)
+      if (planned == *input) return std::nullopt;
+    if (!std::filesystem::exists(*input)) {
+      problem(line, "input '" + input->string() + "' does not exist");
+      return std::nullopt;
+    }
+    try {
+      return io::read_summary(*input).variables;
+    } catch (const Error& e) {
+      problem(line, e.what());
+      return std::nullopt;
+    }
+  }
+
+  io::JobFile job_;
+  JobOverrides overrides_;
+  std::vector<std::string> problems_;
+  std::vector<std::filesystem::path> planned_outputs_;
+};
+
+/// One report for the job: the first step's report extended by the others' steps and outputs.
+nlohmann::json merge_reports(const std::vector<nlohmann::json>& reports, const RunContext& context) {
+  nlohmann::json job = reports.front();
+  job["command"] = context.argv;
+  job["steps"] = nlohmann::json::array();
+  job["outputs"] = nlohmann::json::array();
+  for (const auto& report : reports) {
+    for (const auto& step : report["steps"]) job["steps"].push_back(step);
+    for (const auto& output : report["outputs"]) job["outputs"].push_back(output);
+    if (job["seed_fingerprint"].is_null()) job["seed_fingerprint"] = report["seed_fingerprint"];
+    for (std::size_t r = 0; r < job["peak_memory_bytes"].size(); ++r)
+      job["peak_memory_bytes"][r] = std::max(job["peak_memory_bytes"][r].get<std::int64_t>(),
+                                             report["peak_memory_bytes"][r].get<std::int64_t>());
+  }
+  job["finished_utc"] = reports.back()["finished_utc"];
+  return job;
+}
+
+}  // namespace
+
+void run_job(const std::filesystem::path& job_file, const JobOverrides& overrides, const RunContext& context) {
+  const auto comm = distributed::Communicator::world();
+  JobPlanner planner(io::load_job_file(job_file), overrides);
+  const std::vector<StepPlan> plans = planner.plan();
+  const io::JobFile& job = planner.job();
+  if (job.output_dir) std::filesystem::create_directories(*job.output_dir);
+
+  std::optional<tbb::global_control> thread_limit;
+  RunContext step_context = context;
+  if (job.threads && *job.threads > 0 && context.threads != *job.threads) {
+    thread_limit.emplace(tbb::global_control::max_allowed_parallelism, static_cast<std::size_t>(*job.threads));
+    step_context.threads = *job.threads;
+  }
+  std::vector<nlohmann::json> reports;
+  step_context.report_sink = [&](const nlohmann::json& report) { reports.push_back(report); };
+
+  for (std::size_t i = 0; i < plans.size(); ++i) {
+    const StepPlan& plan = plans[i];
+    if (comm.is_coordinator()) spdlog::info("job {}: step {}/{} '{}' ({})", job.path.string(), i + 1, plans.size(), plan.step.name, plan.step.method);
+    Parsed parsed = parse_step(plan.step.method, plan.argv);
+    SDC_CHECK(parsed.error.empty() && parsed.command != nullptr, "a planned step parses again: " + parsed.error);
+    step_context.argv = {context.argv.empty() ? "sdc" : context.argv.front()};
+    step_context.argv.insert(step_context.argv.end(), plan.argv.begin(), plan.argv.end());
+    parsed.command->run(step_context);
+  }
+  if (comm.is_coordinator() && job.report && !reports.empty())
+    io::write_file_atomically(*job.report, merge_reports(reports, context).dump(2) + "\n", context.permissions);
+}
+
+}  // namespace sdc::engine

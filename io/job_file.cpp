@@ -1,0 +1,162 @@
+#include "io/job_file.h"
+
+#include <yaml-cpp/yaml.h>
+
+#include <fstream>
+#include <set>
+#include <sstream>
+
+#include "kernels/core/error.h"
+
+namespace sdc::io {
+namespace {
+
+int line_of(const YAML::Node& node) { return node.Mark().line + 1; }
+
+class Problems {
+ public:
+  explicit Problems(std::filesystem::path path) : path_(std::move(path)) {}
+  void add(int line, const std::string& what) { lines_.push_back("line " + std::to_string(line) + ": " + what); }
+  bool empty() const { return lines_.empty(); }
+  [[noreturn]] void raise() const {
+    std::string message = path_.string() + ": " + std::to_string(lines_.size()) + " problem" +
+                          (lines_.size() == 1 ? "" : "s") + " in the job file:";
+    for (const auto& line : lines_) message += "\n  " + line;
+    throw InvalidJob(message);
+  }
+
+ private:
+  std::filesystem::path path_;
+  std::vector<std::string> lines_;
+};
+
+std::optional<std::string> scalar(const YAML::Node& node) {
+  if (!node.IsScalar()) return std::nullopt;
+  return node.Scalar();
+}
+
+std::optional<bool> boolean(const YAML::Node& node) {
+  if (!node.IsScalar() || node.Tag() == "!") return std::nullopt;  // a quoted "true" stays a string
+  bool value = false;
+  if (YAML::convert<bool>::decode(node, value)) return value;
+  return std::nullopt;
+}
+
+JobStep read_step(const YAML::Node& node, std::size_t index, Problems& problems) {
+  JobStep step;
+  step.line = line_of(node);
+  if (!node.IsMap()) {
+    problems.add(step.line, "step " + std::to_string(index + 1) + " is not a mapping of keys to values");
+    return step;
+  }
+  for (const auto& entry : node) {
+    const std::string key = entry.first.as<std::string>();
+    const YAML::Node& value = entry.second;
+    const int line = line_of(entry.first);
+    if (key == "method" || key == "name") {
+      const auto text = scalar(value);
+      if (!text || text->empty()) {
+        problems.add(line, "step " + std::to_string(index + 1) + ": '" + key + "' must be a non-empty text");
+        continue;
+      }
+      (key == "method" ? step.method : step.name) = *text;
+      continue;
+    }
+    JobSetting setting{key, {}, false, std::nullopt, line};
+    if (value.IsSequence()) {
+      setting.is_list = true;
+      for (const auto& item : value) {
+        const auto text = scalar(item);
+        if (!text) {
+          problems.add(line_of(item), "step " + std::to_string(index + 1) + ", key '" + key + "': list items must be scalars");
+          continue;
+        }
+        setting.values.push_back(*text);
+      }
+    } else if (value.IsScalar()) {
+      setting.flag = boolean(value);
+      setting.values.push_back(value.Scalar());
+    } else {
+      problems.add(line, "step " + std::to_string(index + 1) + ", key '" + key + "': expected a value or a list of values");
+      continue;
+    }
+    step.settings.push_back(std::move(setting));
+  }
+  if (step.method.empty()) problems.add(step.line, "step " + std::to_string(index + 1) + " has no 'method'");
+  if (step.name.empty()) {
+    std::string method = step.method;
+    for (char& c : method)
+      if (c == ' ') c = '-';
+    step.name = std::to_string(index + 1) + "-" + method;
+  }
+  return step;
+}
+
+}  // namespace
+
+JobFile load_job_file(const std::filesystem::path& path) {
+  std::ifstream in(path);
+  if (!in) throw IoError(path.string() + ": cannot open job file");
+  std::stringstream content;
+  content << in.rdbuf();
+
+  YAML::Node root;
+  try {
+    root = YAML::Load(content.str());
+  } catch (const YAML::Exception& e) {
+    throw InvalidJob(path.string() + ": line " + std::to_string(e.mark.line + 1) + ": not valid YAML (" + e.msg + ")");
+  }
+  Problems problems(path);
+  JobFile job;
+  job.path = path;
+  if (!root.IsMap()) {
+    problems.add(1, "a job file is a mapping with 'version' and 'steps'");
+    problems.raise();
+  }
+
+  bool has_version = false;
+  for (const auto& entry : root) {
+    const std::string key = entry.first.as<std::string>();
+    const YAML::Node& value = entry.second;
+    const int line = line_of(entry.first);
+    const auto path_value = [&](std::optional<std::filesystem::path>& out) {
+      if (const auto text = scalar(value); text && !text->empty()) out = *text;
+      else problems.add(line, "'" + key + "' must be a path");
+    };
+    if (key == "version") {
+      has_version = true;
+      int version = 0;
+      if (!YAML::convert<int>::decode(value, version) || version != kJobFormatVersion)
+        problems.add(line, "'version' must be " + std::to_string(kJobFormatVersion));
+    } else if (key == "input") {
+      path_value(job.input);
+    } else if (key == "output_dir") {
+      path_value(job.output_dir);
+    } else if (key == "report") {
+      path_value(job.report);
+    } else if (key == "seed_file") {
+      path_value(job.seed_file);
+    } else if (key == "threads") {
+      int threads = 0;
+      if (YAML::convert<int>::decode(value, threads) && threads >= 0) job.threads = threads;
+      else problems.add(line, "'threads' must be a whole number >= 0");
+    } else if (key == "steps") {
+      if (!value.IsSequence() || value.size() == 0) {
+        problems.add(line, "'steps' must be a non-empty list of steps");
+        continue;
+      }
+      for (std::size_t i = 0; i < value.size(); ++i) job.steps.push_back(read_step(value[i], i, problems));
+    } else {
+      problems.add(line, "unknown key '" + key + "' (known: version, input, output_dir, report, seed_file, threads, steps)");
+    }
+  }
+  if (!has_version) problems.add(1, "'version: " + std::to_string(kJobFormatVersion) + "' is missing");
+  if (job.steps.empty() && problems.empty()) problems.add(1, "'steps' is missing");
+  std::set<std::string> names;
+  for (const auto& step : job.steps)
+    if (!names.insert(step.name).second) problems.add(step.line, "two steps are named '" + step.name + "'");
+  if (!problems.empty()) problems.raise();
+  return job;
+}
+
+}  // namespace sdc::io

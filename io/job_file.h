@@ -1,0 +1,46 @@
+#pragma once
+// Job files (docs/jobs.md): a YAML description of a pipeline of steps. This layer reads the YAML
+// and checks its structure; what the keys of a step mean is the business of the step's method,
+// whose command-line flags they are (engine/job_runner.h).
+
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace sdc::io {
+
+inline constexpr int kJobFormatVersion = 1;
+
+/// One key of a step: a scalar, a list of scalars (a comma-separated flag value), or a boolean.
+struct JobSetting {
+  std::string key;
+  std::vector<std::string> values;  ///< one element for a scalar; several for a list
+  bool is_list = false;
+  std::optional<bool> flag;  ///< set when the YAML value is a boolean
+  int line = 0;
+};
+
+struct JobStep {
+  std::string method;  ///< e.g. "risk" or "generate census"
+  std::string name;    ///< defaults to "<index>-<method>"; names the step's default output
+  std::vector<JobSetting> settings;
+  int line = 0;
+};
+
+struct JobFile {
+  std::filesystem::path path;
+  std::optional<std::filesystem::path> input;
+  std::optional<std::filesystem::path> output_dir;
+  std::optional<std::filesystem::path> report;
+  std::optional<std::filesystem::path> seed_file;
+  std::optional<int> threads;
+  std::vector<JobStep> steps;
+};
+
+/// Reads a job file. Collects every structural problem (unknown top-level keys, wrong types, a step
+/// without a method, duplicate step names, a nested value that is neither scalar nor list) and throws
+/// one InvalidJob listing them all, each with its line. Missing file: IoError.
+JobFile load_job_file(const std::filesystem::path& path);
+
+}  // namespace sdc::io
