@@ -8,6 +8,7 @@
 #include <atomic>
 #include <cerrno>
 #include <csignal>
+#include <signal.h>
 #include <cstdio>
 #include <cstring>
 
@@ -54,6 +55,24 @@ extern "C" void remove_live_outputs_and_reraise(int signal_number) {
 
 std::string errno_text(int error) { return std::strerror(error); }
 
+/// Removes `.NAME.PID.partial` siblings left by runs that were killed (SIGKILL cannot be caught) and
+/// whose process no longer exists, so that an interrupted run leaves no lasting debris.
+void remove_stale_partials(const std::filesystem::path& directory, const std::string& name) {
+  const std::string prefix = "." + name + ".";
+  const std::string suffix = ".partial";
+  std::error_code ec;
+  for (const auto& entry : std::filesystem::directory_iterator(directory, ec)) {
+    const std::string file = entry.path().filename().string();
+    if (file.size() <= prefix.size() + suffix.size() || file.rfind(prefix, 0) != 0 ||
+        file.compare(file.size() - suffix.size(), suffix.size(), suffix) != 0)
+      continue;
+    const std::string pid_text = file.substr(prefix.size(), file.size() - prefix.size() - suffix.size());
+    if (pid_text.empty() || pid_text.find_first_not_of("0123456789") != std::string::npos) continue;
+    const auto pid = static_cast<pid_t>(std::stol(pid_text));
+    if (pid != ::getpid() && ::kill(pid, 0) != 0 && errno == ESRCH) std::filesystem::remove(entry.path(), ec);
+  }
+}
+
 }  // namespace
 
 FilePermissions parse_permissions(std::string_view text) {
@@ -87,6 +106,7 @@ AtomicOutput::AtomicOutput(std::filesystem::path final_path, FilePermissions per
     throw IoError(final_path_.string() + ": cannot write output: it is a directory");
   const std::filesystem::path directory = final_path_.has_parent_path() ? final_path_.parent_path() : ".";
   temp_path_ = directory / ("." + final_path_.filename().string() + "." + std::to_string(::getpid()) + ".partial");
+  remove_stale_partials(directory, final_path_.filename().string());
 
   const int fd = ::open(temp_path_.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, permissions_.mode);
   if (fd < 0) {

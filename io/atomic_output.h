@@ -3,7 +3,8 @@
 // created under a hidden temporary name beside its final path, owner-only unless the user asks
 // otherwise, and renamed over the final path only when complete. A run that fails, or is stopped by
 // SIGINT, SIGTERM or SIGHUP, removes its temporary files; a run killed by SIGKILL leaves at most a
-// hidden `.NAME.PID.partial` file and never a truncated output under the final name.
+// hidden `.NAME.PID.partial` file, never a truncated output under the final name, and the next run
+// writing NAME removes such files once their process is gone.
 
 #include <sys/types.h>
 

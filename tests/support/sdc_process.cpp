@@ -65,6 +65,31 @@ ProcessResult run_sdc(const std::vector<std::string>& args, const std::map<std::
   return run_process(argv, environment);
 }
 
+int start_sdc(const std::vector<std::string>& args) {
+  std::vector<std::string> argv{sdc_executable().string()};
+  argv.insert(argv.end(), args.begin(), args.end());
+  std::vector<char*> c_args;
+  for (auto& a : argv) c_args.push_back(a.data());
+  c_args.push_back(nullptr);
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
+  posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0);
+  posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0);
+  pid_t pid = 0;
+  const int spawned = posix_spawn(&pid, c_args[0], &actions, nullptr, c_args.data(), environ);
+  posix_spawn_file_actions_destroy(&actions);
+  if (spawned != 0) throw std::runtime_error(std::string("cannot start sdc: ") + std::strerror(spawned));
+  return pid;
+}
+
+int wait_for(int pid) {
+  int status = 0;
+  while (::waitpid(pid, &status, 0) < 0) {
+  }
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
 std::filesystem::path sdc_executable() { return std::filesystem::path(SDC_BINARY_DIR) / "engine" / "sdc"; }
 
 std::filesystem::path source_path(const std::string& relative) { return std::filesystem::path(SDC_SOURCE_DIR) / relative; }

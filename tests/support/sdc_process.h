@@ -20,6 +20,11 @@ ProcessResult run_sdc(const std::vector<std::string>& args, const std::map<std::
 /// Runs any program (argv[0] is searched on PATH).
 ProcessResult run_process(const std::vector<std::string>& argv, const std::map<std::string, std::string>& environment = {});
 
+/// Starts sdc in the background (output discarded); returns its process id.
+int start_sdc(const std::vector<std::string>& args);
+/// Waits for a process started by start_sdc; returns its exit code (128 + signal when killed).
+int wait_for(int pid);
+
 /// Path of the sdc executable under test.
 std::filesystem::path sdc_executable();
 /// Source-tree paths: tests/data/..., docs/...

@@ -1,0 +1,161 @@
+// `sdc run`: a job checked as a whole before any step, steps chained through their outputs, one
+// report, and resuming a job killed with SIGKILL in the middle of a step.
+
+#include <gtest/gtest.h>
+#include <signal.h>
+
+#include <nlohmann/json.hpp>
+
+#include <chrono>
+#include <random>
+#include <sstream>
+#include <thread>
+
+#include "tests/support/sdc_process.h"
+
+namespace sdc::testing {
+namespace {
+
+std::string digest_of(const std::filesystem::path& file) {
+  const auto result = run_sdc({"info", file.string(), "--digest", "--json"});
+  EXPECT_EQ(result.exit_code, 0) << result.err;
+  return nlohmann::json::parse(result.out).at("content_digest").get<std::string>();
+}
+
+/// Persons in households, sorted by household: `rows` records with five keys and a weight.
+std::string persons_csv(int rows) {
+  std::mt19937 generator(5);  // test data only
+  std::ostringstream csv;
+  csv << "hid,region,sex,age,marstat,education,weight\n";
+  int household = 1;
+  for (int row = 0; row < rows; ++row) {
+    if (generator() % 3 == 0) ++household;
+    csv << household << ',' << generator() % 300 << ',' << 1 + generator() % 2 << ',' << generator() % 100 << ','
+        << 1 + generator() % 4 << ',' << generator() % 6 << ',' << 20 + generator() % 200 << ".5\n";
+  }
+  return csv.str();
+}
+
+class AJob : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    write_text(dir_ / "persons.csv", persons_csv(3000));
+    ASSERT_EQ(run_sdc({"import", (dir_ / "persons.csv").string(), "-o", (dir_ / "persons.h5").string(), "--role",
+                       "household=hid", "--role", "weight=weight"})
+                  .exit_code,
+              0);
+  }
+  std::filesystem::path job(const std::string& name, const std::string& text) {
+    write_text(dir_ / name, text);
+    return dir_ / name;
+  }
+  TempDir dir_;
+};
+
+TEST_F(AJob, ListsEveryProblemTogetherBeforeRunningAnything) {
+  const auto path = job("bad.yaml",
+                        "version: 1\n"
+                        "input: " + (dir_ / "persons.h5").string() + "\n"
+                        "output_dir: " + (dir_ / "out").string() + "\n"
+                        "seed_file: " + (dir_ / "no-such-seed").string() + "\n"
+                        "steps:\n"
+                        "  - method: risk\n"
+                        "    keys: [sex, age]\n"
+                        "  - method: risk\n"
+                        "    keys: [sex, nosuch]\n"
+                        "    kays: 3\n"
+                        "  - method: risk\n"
+                        "    keys: [sex]\n"
+                        "    k-anonymity: three\n"
+                        "  - method: risk\n"
+                        "    keys: [fk]\n"
+                        "  - method: frobnicate\n");
+  const auto result = run_sdc({"run", path.string()});
+  EXPECT_EQ(result.exit_code, 4) << result.err;
+  for (const char* expected : {"6 problems", "seed_file", "no-such-seed", "line 10: step 2 (risk): unknown key 'kays'",
+                               "step 2 (risk): keys: variable 'nosuch' is not in the step's input",
+                               "line 13: step 3 (risk): --k-anonymity: expected a whole number >= 1",
+                               "step 5 (frobnicate): unknown method 'frobnicate'"})
+    EXPECT_NE(result.err.find(expected), std::string::npos) << expected << "\n" << result.err;
+  // Step 4 reads fk, which step 1 adds (continuous, not categorical): a type problem, not a missing one.
+  EXPECT_NE(result.err.find("keys: variable 'fk' is continuous, expected categorical"), std::string::npos) << result.err;
+  EXPECT_FALSE(std::filesystem::exists(dir_ / "out")) << "nothing ran";
+}
+
+TEST_F(AJob, RejectsUnknownTopLevelKeysAndMissingVersion) {
+  const auto path = job("bad.yaml", "inptu: x.h5\nsteps:\n  - method: risk\n    keys: [sex]\n");
+  const auto result = run_sdc({"run", path.string()});
+  EXPECT_EQ(result.exit_code, 4);
+  EXPECT_NE(result.err.find("line 1: unknown key 'inptu'"), std::string::npos) << result.err;
+  EXPECT_NE(result.err.find("'version: 1' is missing"), std::string::npos) << result.err;
+}
+
+TEST_F(AJob, ChainsStepsAndWritesOneValidReport) {
+  const auto path = job("job.yaml",
+                        "version: 1\n"
+                        "output_dir: " + (dir_ / "out").string() + "\n"
+                        "steps:\n"
+                        "  - method: risk\n"
+                        "    name: before\n"
+                        "    keys: [region, sex, age]\n"
+                        "    weight: weight\n"
+                        "    household: hid\n"
+                        "  - method: risk\n"
+                        "    keys: [sex, marstat]\n"
+                        "    k-anonymity: 5\n");
+  const auto result = run_sdc({"run", path.string(), "--input", (dir_ / "persons.h5").string(), "--report",
+                               (dir_ / "job.json").string()});
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  EXPECT_TRUE(std::filesystem::exists(dir_ / "out" / "before.h5"));
+  EXPECT_TRUE(std::filesystem::exists(dir_ / "out" / "2-risk.h5"));
+  EXPECT_EQ(validate_report(dir_ / "job.json"), "");
+  const auto report = nlohmann::json::parse(read_text(dir_ / "job.json"));
+  ASSERT_EQ(report["steps"].size(), 2U);
+  EXPECT_EQ(report["steps"][1]["results"]["k"], 5);
+  EXPECT_EQ(report["outputs"].size(), 2U);
+  EXPECT_EQ(report["input"]["path"], (dir_ / "persons.h5").string());
+}
+
+TEST(AKilledJob, ResumesToTheSameOutputsAsAnUninterruptedRun) {
+  TempDir dir;
+  write_text(dir / "persons.csv", persons_csv(1500000));
+  ASSERT_EQ(run_sdc({"import", (dir / "persons.csv").string(), "-o", (dir / "persons.h5").string(), "--role",
+                     "household=hid", "--role", "weight=weight"})
+                .exit_code,
+            0);
+  const auto job_text = [&](const std::string& out) {
+    return "version: 1\ninput: " + (dir / "persons.h5").string() + "\noutput_dir: " + (dir / out).string() +
+           "\nsteps:\n"
+           "  - method: risk\n    name: first\n    keys: [region, sex, age, marstat]\n    weight: weight\n"
+           "  - method: risk\n    name: second\n    keys: [region, sex, age, marstat, education]\n    weight: weight\n";
+  };
+  write_text(dir / "clean.yaml", job_text("clean"));
+  write_text(dir / "killed.yaml", job_text("killed"));
+  ASSERT_EQ(run_sdc({"run", (dir / "clean.yaml").string()}).exit_code, 0);
+
+  // Kill the job once the first step's output exists: the second step is under way.
+  const int pid = start_sdc({"run", (dir / "killed.yaml").string()});
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(120);
+  while (!std::filesystem::exists(dir / "killed" / "first.h5") && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  ::kill(pid, SIGKILL);
+  EXPECT_EQ(wait_for(pid), 128 + SIGKILL);
+  ASSERT_TRUE(std::filesystem::exists(dir / "killed" / "first.h5"));
+  const bool interrupted = !std::filesystem::exists(dir / "killed" / "second.h5");
+  const auto first_written = std::filesystem::last_write_time(dir / "killed" / "first.h5");
+
+  const auto resumed = run_sdc({"run", (dir / "killed.yaml").string(), "--resume", "--report", (dir / "r.json").string()});
+  ASSERT_EQ(resumed.exit_code, 0) << resumed.err;
+  EXPECT_EQ(std::filesystem::last_write_time(dir / "killed" / "first.h5"), first_written) << "step 1 was skipped";
+  EXPECT_EQ(digest_of(dir / "killed" / "first.h5"), digest_of(dir / "clean" / "first.h5"));
+  EXPECT_EQ(digest_of(dir / "killed" / "second.h5"), digest_of(dir / "clean" / "second.h5"));
+  // The killed run's hidden temporary file is gone too.
+  for (const auto& entry : std::filesystem::directory_iterator(dir / "killed"))
+    EXPECT_EQ(entry.path().extension(), ".h5") << entry.path();
+  const auto report = nlohmann::json::parse(read_text(dir / "r.json"));
+  EXPECT_NE(report["steps"][0]["warnings"].dump().find("resumed"), std::string::npos);
+  EXPECT_TRUE(interrupted) << "the kill came after the job had finished; the resume was not exercised mid-step";
+}
+
+}  // namespace
+}  // namespace sdc::testing
