@@ -25,6 +25,7 @@ struct GlobalOptions {
   std::string log_level = "info";
   std::optional<std::filesystem::path> log_file;
   std::string permissions = "0600";
+  bool progress = false;
 };
 
 /// What a running command knows about its invocation.
@@ -33,6 +34,7 @@ struct RunContext {
   int threads = 1;                ///< the effective thread count
   int ranks = 1;
   io::FilePermissions permissions;
+  bool progress = false;  ///< --progress: report progress even when stderr is not a terminal
 
   /// Set by `sdc run`: a command's report goes here (the job writes one report for all its steps)
   /// instead of to its --report file.

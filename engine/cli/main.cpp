@@ -76,6 +76,8 @@ int main(int argc, char** argv) {
       ->check(CLI::NonNegativeNumber);
   app.add_option("--log-level", global.log_level, "trace, debug, info, warn, error, critical or off");
   app.add_option("--log-file", global.log_file, "also write the log to FILE (owner-only unless --permissions)");
+  app.add_flag("--progress", global.progress,
+               "report progress of long steps on stderr even when it is not a terminal (a terminal always gets it)");
   app.add_option("--permissions", global.permissions,
                  "octal mode of outputs, reports and logs (default 0600: census microdata are confidential)");
 
@@ -102,6 +104,7 @@ int main(int argc, char** argv) {
     engine::RunContext context;
     context.argv.assign(argv, argv + argc);
     context.ranks = comm.size();
+    context.progress = global.progress;
     context.permissions = io::parse_permissions(global.permissions);
     engine::configure_logging(global.log_level, comm.is_coordinator() ? global.log_file : std::nullopt,
                               context.permissions);
