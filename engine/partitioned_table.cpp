@@ -1,6 +1,9 @@
 #include "engine/partitioned_table.h"
 
 #include <algorithm>
+#include <numeric>
+
+#include "distributed/row_exchange.h"
 
 #include "kernels/core/error.h"
 
@@ -55,70 +58,21 @@ TablePart read_partitioned(const distributed::Communicator& comm, const std::fil
 namespace sdc::engine {
 namespace {
 
-/// Appends rows [begin, end) of every column of `table` to `out`.
-void put_rows(distributed::ByteWriter& out, const Table& table, std::size_t begin, std::size_t end) {
-  for (const Column& column : table.columns()) {
-    std::visit([&](const auto& values) { out.put_span(std::span(values).subspan(begin, end - begin)); }, column.storage());
-  }
-}
-
-/// Reads `rows` rows of every column (typed like `like`) from `in` and appends them to `columns`.
-void take_rows(distributed::ByteReader& in, const Table& like, std::size_t rows, std::vector<Column::Storage>& columns) {
-  for (std::size_t j = 0; j < like.column_count(); ++j) {
-    std::visit(
-        [&](auto& values) {
-          const std::size_t old_size = values.size();
-          values.resize(old_size + rows);
-          in.get_span(std::span(values).subspan(old_size, rows));
-        },
-        columns[j]);
-  }
-}
-
-/// Collective. Moves rows so that rank r holds `target[r]`: a row range that starts on a chunk
+/// Collective. Moves rows so that rank r holds `target[r]`, a row range that starts on a chunk
 /// boundary, so that every rank writes whole chunks. Only the rows near each boundary travel (less
 /// than one chunk per rank).
 Table realign_rows(const distributed::Communicator& comm, const Table& part, const std::vector<distributed::RowRange>& target) {
-  const auto ranks = static_cast<std::size_t>(comm.size());
+  std::vector<std::int64_t> row_ids(static_cast<std::size_t>(part.row_count()));
+  std::iota(row_ids.begin(), row_ids.end(), part.first_row_id());
+  std::vector<int> destination(row_ids.size());
+  std::size_t rank = 0;
+  for (std::size_t i = 0; i < row_ids.size(); ++i) {
+    while (row_ids[i] >= target[rank].end()) ++rank;  // rows ascend, so the destination only moves on
+    destination[i] = static_cast<int>(rank);
+  }
+  // Sources arrive in rank order, which is row order: the result is the contiguous target range.
   const auto me = static_cast<std::size_t>(comm.rank());
-  std::vector<std::vector<std::byte>> send(ranks);
-  for (std::size_t r = 0; r < ranks; ++r) {
-    const std::int64_t begin = std::max(part.first_row_id(), target[r].first);
-    const std::int64_t end = std::min(part.first_row_id() + part.row_count(), target[r].end());
-    if (begin >= end) continue;
-    distributed::ByteWriter out;
-    put_rows(out, part, static_cast<std::size_t>(begin - part.first_row_id()), static_cast<std::size_t>(end - part.first_row_id()));
-    send[r] = std::move(out.bytes());
-  }
-  // What each source sends covers a contiguous piece of my target range; sources come in row order.
-  const auto sources = comm.all_gather(distributed::RowRange{part.first_row_id(), part.row_count()});
-  const auto received = comm.all_to_all_bytes(send);
-  std::vector<Column::Storage> columns;
-  for (const Column& column : part.columns()) {
-    columns.push_back(std::visit([](const auto& values) { return Column::Storage(std::decay_t<decltype(values)>{}); },
-                                 column.storage()));
-  }
-  for (std::size_t r = 0; r < ranks; ++r) {
-    const std::int64_t begin = std::max(sources[r].first, target[me].first);
-    const std::int64_t end = std::min(sources[r].end(), target[me].end());
-    if (begin >= end) continue;
-    distributed::ByteReader in(received[r]);
-    take_rows(in, part, static_cast<std::size_t>(end - begin), columns);
-    SDC_CHECK(in.done(), "every received row consumed");
-  }
-  Table out(part.source(), target[me].count, target[me].first);
-  for (std::size_t j = 0; j < part.column_count(); ++j) {
-    const VariableInfo& info = part.columns()[j].info();
-    std::visit(
-        [&](auto& values) {
-          using Values = std::decay_t<decltype(values)>;
-          if constexpr (std::is_same_v<Values, std::vector<std::int32_t>>) out.add_column(Column::categorical(info, std::move(values)));
-          else if constexpr (std::is_same_v<Values, std::vector<double>>) out.add_column(Column::continuous(info, std::move(values)));
-          else out.add_column(Column::id(info, std::move(values)));
-        },
-        columns[j]);
-  }
-  return out;
+  return distributed::exchange_rows(comm, part, row_ids, destination, target[me].first).table;
 }
 
 }  // namespace

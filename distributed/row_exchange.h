@@ -1,0 +1,48 @@
+#pragma once
+// Moving records between ranks: the realignment of outputs to chunk boundaries and the shuffle by
+// stratum key that block-local methods need (microaggregation within strata, swapping within areas).
+
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "distributed/comm.h"
+#include "distributed/partition.h"
+#include "kernels/core/table.h"
+
+namespace sdc::distributed {
+
+/// Rows received from other ranks: in source-rank order, each source's rows in the order it sent them.
+struct MovedRows {
+  Table table;                        ///< every rank's table has the same variables
+  std::vector<std::int64_t> row_ids;  ///< global row id of each row
+};
+
+/// Collective. Sends row i of `table` (global row id `row_ids[i]`) to rank `destination[i]`.
+/// The received table's first_row_id() is `first_row_id` (meaningful when the rows are contiguous).
+MovedRows exchange_rows(const Communicator& comm, const Table& table, std::span<const std::int64_t> row_ids,
+                        std::span<const int> destination, std::int64_t first_row_id = 0);
+
+/// Which rank holds each stratum: whole strata, balanced by record count.
+struct StratumAssignment {
+  std::vector<std::int64_t> strata;  ///< sorted
+  std::vector<std::int64_t> records;
+  std::vector<int> ranks;
+  int rank_of(std::int64_t stratum) const;
+};
+
+/// Collective. Counts the records of every stratum and lets the coordinator assign whole strata to
+/// ranks, largest first to the least loaded rank (ties: smaller stratum id, then lower rank). The
+/// coordinator holds the table of strata (16 bytes per stratum per rank while merging); every rank
+/// receives the assignment (16 bytes per stratum).
+StratumAssignment assign_strata(const Communicator& comm, std::span<const std::int64_t> stratum_of_record);
+
+/// Collective. Moves every record to the rank of its stratum; the result is sorted by (stratum, row id).
+MovedRows shuffle_by_stratum(const Communicator& comm, const Table& part, std::span<const std::int64_t> stratum_of_record,
+                             const StratumAssignment& assignment, std::vector<std::int64_t>* sorted_strata = nullptr);
+
+/// Collective. Sends rows back to the rank whose `home` range holds their row id (every rank passes
+/// its own home range) and restores row order there: the inverse of a shuffle, for per-record results.
+Table return_home(const Communicator& comm, const Table& rows, std::span<const std::int64_t> row_ids, const RowRange& home);
+
+}  // namespace sdc::distributed
