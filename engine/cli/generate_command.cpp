@@ -98,6 +98,17 @@ class GenerateCommand final : public Command {
     if (census_->parsed()) run_census(context);
   }
 
+  /// For `sdc run`: a generated census replaces whatever a job held before.
+  bool keeps_input_variables() const override { return census_ == nullptr || !census_->parsed(); }
+  std::vector<VariableInfo> added_variables() const override {
+    if (census_ == nullptr || !census_->parsed()) return {};
+    try {
+      return generate::CensusGenerator({.seed = 0, .households = census_flags_.households}).variables();
+    } catch (const UsageError&) {
+      return {};  // the step itself reports the bad flag
+    }
+  }
+
  private:
   void run_seed(const RunContext& context) {
     RunReport report(context);

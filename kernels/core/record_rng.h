@@ -7,7 +7,10 @@
 
 #include <Random123/philox.h>
 
+#include <cmath>
 #include <cstdint>
+#include <span>
+#include <utility>
 
 namespace sdc {
 
@@ -16,6 +19,14 @@ namespace sdc {
 enum class StepId : std::uint64_t {
   kReserved = 0,  ///< never used for draws; catches an unset StepId
   kKnownAnswerTest = 1,  ///< tests of the contract itself
+  // Synthetic census generator (kernels/generate/census.h, docs/generator.md). Unit = household id;
+  // draw = person index within the household for the per-person purposes.
+  kGenerateHousehold = 2,          ///< household type and size, household latents, household citizenship
+  kGenerateSample = 3,             ///< Bernoulli selection of a household into the sample
+  kGeneratePersonDemography = 4,   ///< a person's sex, age, marital status, citizenship
+  kGeneratePersonEducation = 5,    ///< a person's education, activity and occupation (and partner ages)
+  kGeneratePersonIncome = 6,       ///< a person's income and savings
+  kGenerateCitizenshipAreas = 7,   ///< home areas of the rare citizenships (unit = citizenship code)
 };
 
 /// The four counter words. `unit` is a global id: record (row id), household, cell or tree node.
@@ -48,5 +59,33 @@ class RecordRng {
  private:
   Engine::key_type key_;
 };
+
+// ---- derived distributions (docs/rng.md, "Derived draws"): pure functions of counter words ----
+
+/// Two independent standard normals from two 64-bit words (Box-Muller, Box and Muller 1958): with
+/// u1 = 1 - uniform(a) in (0, 1] and u2 = uniform(b), r = sqrt(-2 ln u1), the pair is
+/// (r cos 2 pi u2, r sin 2 pi u2).
+inline std::pair<double, double> normal_pair_from_bits(std::uint64_t a, std::uint64_t b) {
+  constexpr double kTwoPi = 6.283185307179586476925286766559;
+  const double u1 = 1.0 - RecordRng::uniform_from_bits(a);
+  const double u2 = RecordRng::uniform_from_bits(b);
+  const double r = std::sqrt(-2.0 * std::log(u1));
+  return {r * std::cos(kTwoPi * u2), r * std::sin(kTwoPi * u2)};
+}
+
+/// A categorical draw from cumulative weights (non-decreasing, last entry the total, > 0): the
+/// first index i with u * total < cumulative[i], for u uniform on [0, 1). Zero-weight categories are
+/// never drawn. Binary search: O(log of the number of categories).
+inline std::size_t categorical_from_uniform(double u, std::span<const double> cumulative) {
+  const double target = u * cumulative.back();
+  std::size_t low = 0;
+  std::size_t high = cumulative.size() - 1;
+  while (low < high) {
+    const std::size_t mid = low + (high - low) / 2;
+    if (target < cumulative[mid]) high = mid;
+    else low = mid + 1;
+  }
+  return low;
+}
 
 }  // namespace sdc
