@@ -59,25 +59,66 @@ namespace sdc::engine {
 namespace {
 
 /// Collective. Moves rows so that rank r holds `target[r]`, a row range that starts on a chunk
-/// boundary, so that every rank writes whole chunks. Only the rows near each boundary travel (less
-/// than one chunk per rank).
-Table realign_rows(const distributed::Communicator& comm, const Table& part, const std::vector<distributed::RowRange>& target) {
-  std::vector<std::int64_t> row_ids(static_cast<std::size_t>(part.row_count()));
-  std::iota(row_ids.begin(), row_ids.end(), part.first_row_id());
-  std::vector<int> destination(row_ids.size());
-  std::size_t rank = 0;
-  for (std::size_t i = 0; i < row_ids.size(); ++i) {
-    while (row_ids[i] >= target[rank].end()) ++rank;  // rows ascend, so the destination only moves on
-    destination[i] = static_cast<int>(rank);
+/// boundary, so that every rank writes whole chunks. Only the rows outside a rank's target travel
+/// (those of one partial chunk at each end, usually); the rest stay where they are.
+Table realign_rows(const distributed::Communicator& comm, Table part, const std::vector<distributed::RowRange>& target) {
+  const auto& mine = target[static_cast<std::size_t>(comm.rank())];
+  const std::int64_t first = part.first_row_id();
+  const std::int64_t end = first + part.row_count();
+  const std::int64_t keep_begin = std::clamp(mine.first, first, end);
+  const std::int64_t keep_end = std::clamp(mine.end(), keep_begin, end);
+
+  // The rows that leave: a small table of the head [first, keep_begin) and the tail [keep_end, end).
+  std::vector<std::int64_t> leaving_ids;
+  for (std::int64_t row = first; row < keep_begin; ++row) leaving_ids.push_back(row);
+  for (std::int64_t row = keep_end; row < end; ++row) leaving_ids.push_back(row);
+  Table leaving(part.source(), static_cast<std::int64_t>(leaving_ids.size()), 0);
+  for (const Column& column : part.columns()) {
+    Column copy = column;
+    std::visit(
+        [&](auto& values) {
+          std::decay_t<decltype(values)> rows;
+          rows.reserve(leaving_ids.size());
+          for (std::int64_t row : leaving_ids) rows.push_back(values[static_cast<std::size_t>(row - first)]);
+          values = std::move(rows);
+        },
+        copy.mutable_storage());
+    leaving.add_column(std::move(copy));
   }
-  // Sources arrive in rank order, which is row order: the result is the contiguous target range.
-  const auto me = static_cast<std::size_t>(comm.rank());
-  return distributed::exchange_rows(comm, part, row_ids, destination, target[me].first).table;
+  std::vector<int> destination(leaving_ids.size());
+  for (std::size_t i = 0; i < leaving_ids.size(); ++i) {
+    const auto it = std::find_if(target.begin(), target.end(), [&](const distributed::RowRange& r) {
+      return leaving_ids[i] >= r.first && leaving_ids[i] < r.end();
+    });
+    destination[i] = static_cast<int>(it - target.begin());
+  }
+  const distributed::MovedRows arrived = distributed::exchange_rows(comm, leaving, leaving_ids, destination);
+  std::size_t before = 0;  // arrivals from lower ranks precede the kept rows
+  while (before < arrived.row_ids.size() && arrived.row_ids[before] < keep_begin) ++before;
+
+  Table out(part.source(), mine.count, mine.first);
+  for (std::size_t j = 0; j < part.column_count(); ++j) {
+    Column& column = part.mutable_columns()[j];
+    std::visit(
+        [&](auto& values) {
+          using Values = std::decay_t<decltype(values)>;
+          const auto& incoming = std::get<Values>(arrived.table.columns()[j].storage());
+          Values merged;
+          merged.reserve(static_cast<std::size_t>(mine.count));
+          merged.insert(merged.end(), incoming.begin(), incoming.begin() + static_cast<std::ptrdiff_t>(before));
+          merged.insert(merged.end(), values.begin() + (keep_begin - first), values.begin() + (keep_end - first));
+          merged.insert(merged.end(), incoming.begin() + static_cast<std::ptrdiff_t>(before), incoming.end());
+          values = std::move(merged);  // frees this column's old values before the next is built
+        },
+        column.mutable_storage());
+    out.add_column(std::move(column));
+  }
+  return out;
 }
 
 }  // namespace
 
-void write_partitioned(const distributed::Communicator& comm, const Table& part, const std::filesystem::path& output,
+void write_partitioned(const distributed::Communicator& comm, Table part, const std::filesystem::path& output,
                        const io::Hdf5WriteOptions& options) {
   const std::int64_t rows = comm.all_reduce_sum(part.row_count());
   std::vector<VariableInfo> variables;
@@ -98,7 +139,11 @@ void write_partitioned(const distributed::Communicator& comm, const Table& part,
     const std::int64_t end = r + 1 < firsts.size() ? target[r + 1].first : rows;
     target[r].count = std::max<std::int64_t>(0, end - target[r].first);
   }
-  const Table aligned = realign_rows(comm, part, target);
+  const bool aligned_already = comm.all_reduce_max(part.first_row_id() == target[static_cast<std::size_t>(comm.rank())].first &&
+                                                          part.row_count() == target[static_cast<std::size_t>(comm.rank())].count
+                                                      ? 0
+                                                      : 1) == 0;
+  const Table aligned = aligned_already ? std::move(part) : realign_rows(comm, std::move(part), target);
 
   // The coordinator creates the file under its temporary name; ranks then write their rows in turn
   // (the HDF5 library here is built for MPI-IO but direct chunk writes are not collective), and the

@@ -26,8 +26,10 @@ TablePart read_partitioned(const distributed::Communicator& comm, const std::fil
                            const std::optional<std::string>& household_variable);
 
 /// Collective. Writes every rank's `part` (rows in rank order, equal variables on every rank) as one
-/// file, atomically: the output appears only when every rank has written its rows.
-void write_partitioned(const distributed::Communicator& comm, const Table& part, const std::filesystem::path& output,
+/// file, atomically: the output appears only when every rank has written its rows. The part is taken
+/// over: ranks move the rows of one partial chunk to their neighbours in place, column by column, so
+/// the extra memory is one column of the part, not a copy of it.
+void write_partitioned(const distributed::Communicator& comm, Table part, const std::filesystem::path& output,
                        const io::Hdf5WriteOptions& options);
 
 }  // namespace sdc::engine

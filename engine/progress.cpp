@@ -44,10 +44,11 @@ std::string Progress::describe(std::int64_t done, std::int64_t total, double sec
 }
 
 void Progress::update(std::int64_t done) {
-  if (!enabled_ || finished_) return;
+  if (!enabled_ || finished_ || done == last_printed_) return;
   const auto now = std::chrono::steady_clock::now();
   if (printed_ && now - last_print_ < std::chrono::milliseconds(500) && done < total_) return;
   last_print_ = now;
+  last_printed_ = done;
   printed_ = true;
   const double seconds = std::chrono::duration<double>(now - start_).count();
   std::fprintf(stderr, "\r%s: %s\033[K", what_.c_str(), describe(done, total_, seconds).c_str());

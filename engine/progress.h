@@ -30,6 +30,7 @@ class Progress {
   std::int64_t total_;
   bool enabled_;
   bool printed_ = false;
+  std::int64_t last_printed_ = -1;
   bool finished_ = false;
   std::chrono::steady_clock::time_point start_;
   std::chrono::steady_clock::time_point last_print_;

@@ -3,6 +3,8 @@
 
 #include <spdlog/spdlog.h>
 
+#include <mutex>
+
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -12,6 +14,7 @@
 #include "distributed/partition.h"
 #include "engine/checkpoint.h"
 #include "engine/cli/commands.h"
+#include "engine/progress.h"
 #include "engine/partitioned_table.h"
 #include "engine/report/run_report.h"
 #include "io/seed.h"
@@ -151,7 +154,13 @@ class GenerateCommand final : public Command {
         {.seed = seed.value, .households = flags.households, .sample_fraction = flags.sample_fraction.value_or(1.0)});
     const generate::CensusLayout layout = distributed_layout(comm, generator);
     const auto range = chunk_aligned_rows(layout.rows(), write_options.chunk_rows, comm.rank(), comm.size());
-    Table part = generator.generate_rows(layout, range.first, range.count);
+    // Progress counts the coordinator's rows: every rank generates an equal share at the same pace.
+    Progress progress("generate census", range.count, progress_wanted(comm.is_coordinator(), context.progress));
+    std::mutex progress_mutex;
+    Table part = generator.generate_rows(layout, range.first, range.count, [&](std::int64_t done) {
+      if (std::unique_lock lock(progress_mutex, std::try_to_lock); lock.owns_lock()) progress.update(done);
+    });
+    progress.finish();
     const double generate_seconds = seconds_since(start);
 
     step.results = {{"households", flags.households},
@@ -161,7 +170,7 @@ class GenerateCommand final : public Command {
                     {"lau2_areas", generator.geography().lau2_count}};
     write_options.provenance.step_results = step.results.dump();
     const auto write_start = std::chrono::steady_clock::now();
-    write_partitioned(comm, part, flags.output, write_options);
+    write_partitioned(comm, std::move(part), flags.output, write_options);
     const double write_seconds = seconds_since(write_start);
     timer.stop();
     step.results["generate_seconds"] = generate_seconds;

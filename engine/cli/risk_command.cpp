@@ -161,7 +161,7 @@ class RiskCommand final : public Command {
                     {"classes_below_k", summary.classes_below_k},
                     {"k", summary.k}};
     write_options.provenance.step_results = step.results.dump();
-    write_partitioned(comm, out, options_.output, write_options);
+    write_partitioned(comm, std::move(out), options_.output, write_options);
     timer.stop();
     if (comm.is_coordinator())
       spdlog::info("risk: {} records, {} equivalence classes, {} sample uniques, {} records in classes below k={}",

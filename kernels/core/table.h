@@ -78,6 +78,9 @@ class Column {
   std::span<double> mutable_values();
   std::span<std::int64_t> mutable_ids();
   const Storage& storage() const noexcept { return data_; }
+  /// For code that moves whole value vectors (row exchanges between ranks); keep the length equal to
+  /// the table's row count.
+  Storage& mutable_storage() noexcept { return data_; }
 
   /// Number of missing values (categorical kMissingCode, continuous NaN; ids are never missing).
   std::int64_t missing_count() const;

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <array>
+#include <atomic>
 #include <cmath>
 #include <cstdio>
 #include <limits>
@@ -675,7 +676,9 @@ void CensusGenerator::generate_household(std::int64_t hid, std::int32_t lau2, Ho
   }
 }
 
-Table CensusGenerator::generate_rows(const CensusLayout& layout, std::int64_t first_row, std::int64_t row_count) const {
+Table CensusGenerator::generate_rows(const CensusLayout& layout, std::int64_t first_row, std::int64_t row_count,
+                                     const std::function<void(std::int64_t)>& progress) const {
+  std::atomic<std::int64_t> rows_done{0};
   SDC_CHECK(layout.block_count() == block_count(), "layout of this census");
   SDC_CHECK(first_row >= 0 && row_count >= 0 && first_row + row_count <= layout.rows(), "rows inside the census");
   const auto rows = static_cast<std::size_t>(row_count);
@@ -735,6 +738,11 @@ Table CensusGenerator::generate_rows(const CensusLayout& layout, std::int64_t fi
             savings[i] = x.savings;
             weight[i] = w;
           }
+        }
+        if (progress) {
+          const std::int64_t block_rows = std::max<std::int64_t>(
+              0, std::min(end_row, layout.first_row(b + 1)) - std::max(first_row, layout.first_row(b)));
+          progress(rows_done.fetch_add(block_rows) + block_rows);
         }
       }
     });

@@ -12,6 +12,7 @@
 // No MPI, no files, no logging.
 
 #include <cstdint>
+#include <functional>
 #include <span>
 #include <string>
 #include <vector>
@@ -146,7 +147,10 @@ class CensusGenerator {
   /// layout.rows()), as a table whose first_row_id() is first_row and whose variables are
   /// variables(). Parallel over household blocks; the values do not depend on the thread count or
   /// on the range requested.
-  Table generate_rows(const CensusLayout& layout, std::int64_t first_row, std::int64_t row_count) const;
+  /// `progress`, when given, is called from worker threads with the number of rows done so far
+  /// (it must be thread-safe; it reports, it does not steer).
+  Table generate_rows(const CensusLayout& layout, std::int64_t first_row, std::int64_t row_count,
+                      const std::function<void(std::int64_t)>& progress = nullptr) const;
 
   /// The variables of the file, in column order, with their types, roles and levels.
   std::vector<VariableInfo> variables() const;
