@@ -7,6 +7,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <algorithm>
 #include <cstring>
 #include <span>
 #include <string>
@@ -75,19 +76,26 @@ class ByteWriter {
   template <typename T>
   void put(const T& value) {
     static_assert(std::is_trivially_copyable_v<T>);
-    const auto* p = reinterpret_cast<const std::byte*>(&value);
-    bytes_.insert(bytes_.end(), p, p + sizeof(T));
+    append(&value, sizeof(T));
   }
   template <typename T>
   void put_span(std::span<const T> values) {
     static_assert(std::is_trivially_copyable_v<T>);
-    const auto bytes = std::as_bytes(values);
-    bytes_.insert(bytes_.end(), bytes.begin(), bytes.end());
+    append(values.data(), values.size_bytes());
   }
-  std::vector<std::byte>& bytes() { return bytes_; }
+  std::vector<std::byte>& bytes() {
+    bytes_.resize(size_);
+    return bytes_;
+  }
 
  private:
+  void append(const void* data, std::size_t size) {
+    if (size_ + size > bytes_.size()) bytes_.resize(std::max(2 * bytes_.size(), size_ + size + 256));
+    std::memcpy(bytes_.data() + size_, data, size);
+    size_ += size;
+  }
   std::vector<std::byte> bytes_;
+  std::size_t size_ = 0;
 };
 
 class ByteReader {

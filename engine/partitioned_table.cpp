@@ -4,6 +4,9 @@
 #include <numeric>
 
 #include "distributed/row_exchange.h"
+#include "io/content_digest.h"
+
+#include <map>
 
 #include "kernels/core/error.h"
 
@@ -117,6 +120,103 @@ Table realign_rows(const distributed::Communicator& comm, Table part, const std:
 }
 
 }  // namespace
+
+std::string partitioned_content_digest(const distributed::Communicator& comm, const Table& part,
+                                       const io::FileSummary& summary) {
+  constexpr std::int64_t kBlock = io::kDigestBlockRows;
+  const std::int64_t total = summary.row_count;
+  const std::int64_t first = part.first_row_id();
+  const std::int64_t end = first + part.row_count();
+  SDC_CHECK(part.column_count() == summary.variables.size(), "every variable of the file is held");
+  const auto ranges = comm.all_gather(distributed::RowRange{first, part.row_count()});
+  const auto owner_of_row = [&](std::int64_t row) {
+    for (std::size_t r = 0; r < ranges.size(); ++r)
+      if (row >= ranges[r].first && row < ranges[r].end()) return r;
+    SDC_CHECK(false, "every row has a rank");
+    return std::size_t{0};
+  };
+
+  // Whole blocks are hashed where they are; pieces of blocks split between ranks go to the rank
+  // holding the block's first row, which hashes the reassembled block.
+  distributed::ByteWriter coordinator_part;  // (variable, block, digest) triples for the coordinator
+  const auto report = [&](std::size_t v, std::int64_t block, const std::string& digest) {
+    coordinator_part.put(static_cast<std::uint64_t>(v));
+    coordinator_part.put(block);
+    coordinator_part.put_span(std::span(digest.data(), digest.size()));
+  };
+  std::vector<distributed::ByteWriter> pieces(ranges.size());
+  std::int64_t whole_begin = -1, whole_end = -1;
+  for (std::int64_t block = first / kBlock; block * kBlock < end; ++block) {
+    const std::int64_t block_begin = block * kBlock;
+    const std::int64_t block_end = std::min(block_begin + kBlock, total);
+    const std::int64_t lo = std::max(first, block_begin);
+    const std::int64_t hi = std::min(end, block_end);
+    if (lo == block_begin && hi == block_end) {
+      if (whole_begin < 0) whole_begin = block_begin;
+      whole_end = block_end;
+      continue;
+    }
+    auto& out = pieces[owner_of_row(block_begin)];
+    out.put(block);
+    out.put(lo);
+    out.put(hi);
+    for (const Column& column : part.columns()) {
+      const std::string bytes = io::canonical_bytes(column, static_cast<std::size_t>(lo - first), static_cast<std::size_t>(hi - lo));
+      out.put_span(std::span(bytes.data(), bytes.size()));
+    }
+  }
+  if (whole_begin >= 0) {
+    const auto digests = io::whole_block_digests(part, whole_begin, whole_end, total);
+    for (std::size_t v = 0; v < digests.size(); ++v)
+      for (std::size_t i = 0; i < digests[v].size(); ++i) report(v, whole_begin / kBlock + static_cast<std::int64_t>(i), digests[v][i]);
+  }
+
+  std::vector<std::vector<std::byte>> send(ranges.size());
+  for (std::size_t r = 0; r < ranges.size(); ++r) send[r] = std::move(pieces[r].bytes());
+  const auto received = comm.all_to_all_bytes(send);
+  // Pieces arrive by source rank, which is row order: appending reassembles each block.
+  std::map<std::int64_t, std::vector<std::string>> split_blocks;  // block -> bytes per variable
+  for (const auto& bytes : received) {
+    distributed::ByteReader in(bytes);
+    while (!in.done()) {
+      const auto block = in.get<std::int64_t>();
+      const auto lo = in.get<std::int64_t>();
+      const auto hi = in.get<std::int64_t>();
+      auto& buffers = split_blocks[block];
+      buffers.resize(part.column_count());
+      for (std::size_t v = 0; v < part.column_count(); ++v) {
+        const std::size_t size = static_cast<std::size_t>(hi - lo) * (summary.variables[v].type == VariableType::kCategorical ? 4 : 8);
+        const std::size_t old = buffers[v].size();
+        buffers[v].resize(old + size);
+        in.get_span(std::span(buffers[v].data() + old, size));
+      }
+    }
+  }
+  for (const auto& [block, buffers] : split_blocks)
+    for (std::size_t v = 0; v < buffers.size(); ++v) report(v, block, io::block_digest(buffers[v]));
+
+  std::vector<std::vector<std::byte>> to_coordinator(ranges.size());
+  to_coordinator[0] = std::move(coordinator_part.bytes());
+  const auto gathered = comm.all_to_all_bytes(to_coordinator);
+  std::string digest;
+  if (comm.is_coordinator()) {
+    const auto blocks = static_cast<std::size_t>((total + kBlock - 1) / kBlock);
+    std::vector<std::vector<std::string>> digests(summary.variables.size(), std::vector<std::string>(blocks));
+    for (const auto& bytes : gathered) {
+      distributed::ByteReader in(bytes);
+      while (!in.done()) {
+        const auto v = static_cast<std::size_t>(in.get<std::uint64_t>());
+        const auto block = static_cast<std::size_t>(in.get<std::int64_t>());
+        std::string value(32, '\0');
+        in.get_span(std::span(value.data(), value.size()));
+        digests[v][block] = std::move(value);
+      }
+    }
+    digest = io::combine_content_digest(summary, digests);
+  }
+  const auto shared = comm.broadcast_bytes(std::as_bytes(std::span(digest.data(), digest.size())));
+  return std::string(reinterpret_cast<const char*>(shared.data()), shared.size());
+}
 
 void write_partitioned(const distributed::Communicator& comm, Table part, const std::filesystem::path& output,
                        const io::Hdf5WriteOptions& options) {

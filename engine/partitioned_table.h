@@ -25,6 +25,12 @@ struct TablePart {
 TablePart read_partitioned(const distributed::Communicator& comm, const std::filesystem::path& path,
                            const std::optional<std::string>& household_variable);
 
+/// Collective. The content digest (docs/format.md) of the file `part`s were read from, computed from
+/// the rows the ranks hold — no second read — with the value `sdc info --digest` gives. Every rank's
+/// part must hold all the file's variables in file order; every rank gets the digest.
+std::string partitioned_content_digest(const distributed::Communicator& comm, const Table& part,
+                                       const io::FileSummary& summary);
+
 /// Collective. Writes every rank's `part` (rows in rank order, equal variables on every rank) as one
 /// file, atomically: the output appears only when every rank has written its rows. The part is taken
 /// over: ranks move the rows of one partial chunk to their neighbours in place, column by column, so

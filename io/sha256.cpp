@@ -40,18 +40,24 @@ void Sha256::update_field(std::string_view text) {
   update(text);
 }
 
-std::string Sha256::hex_digest() {
-  SDC_CHECK(!impl_->finished, "Sha256::hex_digest() called twice");
+std::string Sha256::raw_digest() {
+  SDC_CHECK(!impl_->finished, "Sha256 digest taken twice");
   std::array<unsigned char, EVP_MAX_MD_SIZE> digest{};
   unsigned int length = 0;
   SDC_CHECK(EVP_DigestFinal_ex(impl_->context, digest.data(), &length) == 1, "EVP_DigestFinal_ex failed");
   impl_->finished = true;
+  return std::string(reinterpret_cast<const char*>(digest.data()), length);
+}
+
+std::string Sha256::hex_digest() {
   static constexpr char kHex[] = "0123456789abcdef";
+  const std::string raw = raw_digest();
   std::string out;
-  out.reserve(2 * length);
-  for (unsigned int i = 0; i < length; ++i) {
-    out.push_back(kHex[digest[i] >> 4]);
-    out.push_back(kHex[digest[i] & 0xf]);
+  out.reserve(2 * raw.size());
+  for (const char c : raw) {
+    const auto byte = static_cast<unsigned char>(c);
+    out.push_back(kHex[byte >> 4]);
+    out.push_back(kHex[byte & 0xf]);
   }
   return out;
 }

@@ -24,6 +24,8 @@ class Sha256 {
   void update_u64(std::uint64_t value);  // little-endian
   /// Lower-case hex of the 32-byte digest; the object cannot be updated afterwards.
   std::string hex_digest();
+  /// The 32 bytes of the digest; the object cannot be updated afterwards.
+  std::string raw_digest();
 
  private:
   struct Impl;

@@ -54,6 +54,14 @@ DistributedFrequencies distributed_frequency_count(const Communicator& comm, con
   const LocalFrequencyCount local = frequency_count_local(keys, weights);
   const FrequencyClasses& mine = local.classes;
   const std::size_t m = keys.key_count();
+  DistributedFrequencies out;
+  if (comm.size() == 1) {  // the local classes are the global ones
+    std::vector<double> class_weights(mine.class_count());
+    for (std::size_t c = 0; c < class_weights.size(); ++c) class_weights[c] = mine.weights[c].value();
+    out.records = frequency_count_assign(local.record_class, mine.counts, class_weights);
+    out.summary = summarize_frequencies(mine.counts, k);
+    return out;
+  }
 
   // 1. Each local class goes to its owner; each destination's list stays sorted by key tuple.
   std::vector<ByteWriter> to_owner(ranks);
@@ -102,7 +110,6 @@ DistributedFrequencies distributed_frequency_count(const Communicator& comm, con
   }
   for (const auto& in : from_owner) SDC_CHECK(in.done(), "every class total consumed");
 
-  DistributedFrequencies out;
   out.records = frequency_count_assign(local.record_class, class_counts, class_weights);
 
   // 5. Integer summaries add up in any order.

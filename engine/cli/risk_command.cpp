@@ -4,6 +4,7 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <map>
 
@@ -30,6 +31,21 @@ struct RiskOptions {
   MissingKeys missing = MissingKeys::kReject;
   std::string filters = "shuffle,deflate=1";
   bool resume = false;
+};
+
+/// Debug-level timings of a step's phases, from the coordinator.
+class PhaseClock {
+ public:
+  explicit PhaseClock(bool enabled) : enabled_(enabled), last_(std::chrono::steady_clock::now()) {}
+  void lap(const char* phase) {
+    const auto now = std::chrono::steady_clock::now();
+    if (enabled_) spdlog::debug("risk: {} took {:.3f} s", phase, std::chrono::duration<double>(now - last_).count());
+    last_ = now;
+  }
+
+ private:
+  bool enabled_;
+  std::chrono::steady_clock::time_point last_;
 };
 
 constexpr const char* kFk = "fk";
@@ -123,9 +139,13 @@ class RiskCommand final : public Command {
                        {"k-anonymity", options_.k_anonymity},
                        {"missing", options_.missing == MissingKeys::kReject ? "reject" : "category"}};
 
-    // The input's digest identifies the step (checkpoints) and goes into the report and provenance.
-    std::string input_digest;
-    if (comm.is_coordinator()) input_digest = io::content_digest(options_.input);
+    PhaseClock clock(comm.is_coordinator());
+    TablePart part = read_partitioned(comm, options_.input, options_.household);
+    clock.lap("read");
+    // The input's digest identifies the step (checkpoints) and goes into the report and provenance;
+    // it is computed from the rows just read.
+    const std::string input_digest = partitioned_content_digest(comm, part.table, part.summary);
+    clock.lap("input digest");
     const std::string fingerprint = step_fingerprint({input_digest, "risk", step.parameters, {}, std::nullopt});
     write_options.provenance = io::make_provenance(context.command_line(), input_digest);
     write_options.provenance.step_fingerprint = fingerprint;
@@ -140,11 +160,10 @@ class RiskCommand final : public Command {
       step.results = nlohmann::json::parse(std::string(reinterpret_cast<const char*>(shared.data()), shared.size()));
       step.warnings.push_back("resumed: the output was complete from an earlier run with the same input, parameters "
                               "and seed; the step was skipped");
-      finish(comm, context, report, read_summary_rows(), input_digest);
+      finish(comm, context, report, part.summary.row_count, input_digest);
       return;
     }
 
-    TablePart part = read_partitioned(comm, options_.input, options_.household);
     const KeyColumns keys = key_columns(part.table, options_.keys);
     if (options_.weight) check_weights(part.table, *options_.weight);
     if (options_.missing == MissingKeys::kReject) reject_missing_keys(comm, part.table, keys);
@@ -152,6 +171,7 @@ class RiskCommand final : public Command {
         options_.weight ? part.table.require(*options_.weight).values() : std::span<const double>();
 
     distributed::DistributedFrequencies frequencies = distributed::distributed_frequency_count(comm, keys, weights, options_.k_anonymity);
+    clock.lap("frequency counts");
     const FrequencySummary summary = frequencies.summary;
     Table out = output_table(std::move(part.table), std::move(frequencies), options_.k_anonymity, step.warnings);
     step.results = {{"records", summary.records},
@@ -162,6 +182,7 @@ class RiskCommand final : public Command {
                     {"k", summary.k}};
     write_options.provenance.step_results = step.results.dump();
     write_partitioned(comm, std::move(out), options_.output, write_options);
+    clock.lap("write");
     timer.stop();
     if (comm.is_coordinator())
       spdlog::info("risk: {} records, {} equivalence classes, {} sample uniques, {} records in classes below k={}",
@@ -196,8 +217,6 @@ class RiskCommand final : public Command {
   }
 
  private:
-  std::int64_t read_summary_rows() const { return io::read_summary(options_.input).row_count; }
-
   /// Collective: gathers every rank's peak memory; the coordinator writes the report.
   void finish(const distributed::Communicator& comm, const RunContext& context, RunReport& report, std::int64_t rows,
               const std::string& input_digest) const {

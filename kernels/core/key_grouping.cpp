@@ -46,7 +46,7 @@ struct CodedRecord {
 /// Stable LSD radix sort by code, moving code and record together so every pass reads sequentially.
 /// Parallel over fixed chunks: per-chunk histograms, a prefix over (bucket, chunk), a scatter.
 void radix_sort(std::vector<CodedRecord>& items, int bits) {
-  constexpr int kDigitBits = 12;
+  constexpr int kDigitBits = 11;
   constexpr std::size_t kBuckets = std::size_t{1} << kDigitBits;
   const std::size_t n = items.size();
   std::vector<CodedRecord> scratch(n);

@@ -73,6 +73,7 @@ class AnMpiRun : public ::testing::Test {
 };
 
 TEST_F(AnMpiRun, GivesEqualDigestsForAnyRankAndThreadCount) {
+  const std::string input_digest = digest_of(dir_ / "persons.h5");
   std::vector<std::string> digests;
   for (const auto& [ranks, threads] : std::vector<std::pair<int, int>>{{1, 1}, {1, 2}, {2, 1}, {2, 2}, {3, 1}}) {
     const std::string output = "risk-" + std::to_string(ranks) + "x" + std::to_string(threads) + ".h5";
@@ -85,6 +86,8 @@ TEST_F(AnMpiRun, GivesEqualDigestsForAnyRankAndThreadCount) {
     const auto report = nlohmann::json::parse(read_text(dir_ / (output + ".json")));
     EXPECT_EQ(report["ranks"], ranks);
     EXPECT_EQ(report["peak_memory_bytes"].size(), static_cast<std::size_t>(ranks));
+    // The ranks compute the input's digest from the rows they hold: it equals a sequential pass.
+    EXPECT_EQ(report["input"]["digest"], input_digest) << ranks << " ranks";
   }
   for (const auto& digest : digests) EXPECT_EQ(digest, digests.front());
 }
@@ -104,6 +107,30 @@ TEST_F(AnMpiRun, EndsTheWholeJobWhenOneRankFails) {
   EXPECT_NE(result.err.find("rank 1: "), std::string::npos) << result.err;
   EXPECT_NE(result.err.find("negative weight"), std::string::npos) << result.err;
   EXPECT_FALSE(std::filesystem::exists(dir_ / "out.h5"));
+}
+
+}  // namespace
+}  // namespace sdc::testing
+
+namespace sdc::testing {
+namespace {
+
+TEST(AnMpiDigest, EqualsTheSequentialDigestWhenBlocksSpanRanks) {
+  // About 180 000 rows: several digest blocks of 65 536 rows, two of them split between ranks.
+  if (run_process({"mpirun", "--version"}, kMpiEnvironment).exit_code != 0) GTEST_SKIP() << "mpirun not available";
+  TempDir dir;
+  auto environment = kMpiEnvironment;
+  environment["SDC_SEED"] = "20261121";
+  const auto census = (dir / "census.h5").string();
+  ASSERT_EQ(run_process({sdc_executable().string(), "generate", "census", "--households", "60000", "-o", census}, environment).exit_code, 0);
+  const std::string sequential = digest_of(census);
+  for (int ranks : {2, 3}) {
+    const auto report = (dir / ("r" + std::to_string(ranks) + ".json")).string();
+    const auto result = run_mpi(ranks, {"risk", "-i", census, "-o", (dir / ("r" + std::to_string(ranks) + ".h5")).string(),
+                                        "--keys", "sex,age", "--household", "hid", "--report", report});
+    ASSERT_EQ(result.exit_code, 0) << result.err;
+    EXPECT_EQ(nlohmann::json::parse(read_text(report))["input"]["digest"], sequential) << ranks << " ranks";
+  }
 }
 
 }  // namespace
