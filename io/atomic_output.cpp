@@ -157,6 +157,14 @@ void write_file_atomically(const std::filesystem::path& path, std::string_view c
   output.commit();
 }
 
+void ensure_output_directory_writable(const std::filesystem::path& output) {
+  const std::filesystem::path directory = output.has_parent_path() ? output.parent_path() : ".";
+  if (::access(directory.c_str(), W_OK | X_OK) != 0) {
+    const int error = errno;
+    throw IoError(output.string() + ": cannot create output in directory '" + directory.string() + "': " + errno_text(error));
+  }
+}
+
 void ensure_output_is_not_an_input(const std::filesystem::path& output,
                                    const std::vector<std::filesystem::path>& inputs) {
   std::error_code ec;

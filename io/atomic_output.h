@@ -51,6 +51,10 @@ class AtomicOutput {
 /// Writes `content` to `path` atomically (reports, schemas, seed files).
 void write_file_atomically(const std::filesystem::path& path, std::string_view content, FilePermissions permissions);
 
+/// Throws IoError naming `output` when its directory does not exist or is not writable: called before
+/// long work, so that a run fails at once rather than after it.
+void ensure_output_directory_writable(const std::filesystem::path& output);
+
 /// Throws UsageError when `output` names the same file as one of `inputs` (so that an input is never
 /// replaced by an output).
 void ensure_output_is_not_an_input(const std::filesystem::path& output, const std::vector<std::filesystem::path>& inputs);

@@ -1,11 +1,8 @@
 // `sdc export`: an HDF5 table to CSV, plain or gzip (docs/csv.md).
 
 #include <spdlog/spdlog.h>
-#include <unistd.h>
 
-#include <cerrno>
 #include <chrono>
-#include <cstring>
 #include <set>
 
 #include "engine/cli/commands.h"
@@ -16,16 +13,6 @@
 
 namespace sdc::engine {
 namespace {
-
-// Fails before the table is read rather than after it when the output cannot be created.
-void ensure_output_directory(const std::filesystem::path& output) {
-  const std::filesystem::path directory = output.has_parent_path() ? output.parent_path() : ".";
-  if (::access(directory.c_str(), W_OK | X_OK) != 0) {
-    const int error = errno;
-    throw IoError(output.string() + ": cannot create output in directory '" + directory.string() +
-                  "': " + std::strerror(error));
-  }
-}
 
 class ExportCommand final : public Command {
  public:
@@ -53,7 +40,7 @@ class ExportCommand final : public Command {
     std::set<std::string> seen;
     for (const auto& name : variables_)
       if (!seen.insert(name).second) throw UsageError("--variables: variable '" + name + "' is listed twice");
-    ensure_output_directory(output_);
+    io::ensure_output_directory_writable(output_);
 
     RunReport report(context);
     StepRecord& step = report.add_step("export");

@@ -2,7 +2,6 @@
 // (docs/csv.md, docs/schema.md).
 
 #include <spdlog/spdlog.h>
-#include <unistd.h>
 
 #include <array>
 #include <cerrno>
@@ -39,16 +38,6 @@ bool sort_by_household(Table& table, std::vector<std::string>& warnings) {
 
 double seconds_since(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-}
-
-// Fails before a long parse rather than after it when the output cannot be created.
-void ensure_output_directory(const std::filesystem::path& output) {
-  const std::filesystem::path directory = output.has_parent_path() ? output.parent_path() : ".";
-  if (::access(directory.c_str(), W_OK | X_OK) != 0) {
-    const int error = errno;
-    throw IoError(output.string() + ": cannot create output in directory '" + directory.string() +
-                  "': " + std::strerror(error));
-  }
 }
 
 void write_whole_file(const std::filesystem::path& path, const std::filesystem::path& final_path,
@@ -118,8 +107,8 @@ class ImportCommand final : public Command {
     if (filters_) write_options.filters = io::parse_filters(*filters_);
     write_options.chunk_rows = chunk_rows_;
     write_options.permissions = context.permissions;
-    ensure_output_directory(output_);
-    if (save_schema_) ensure_output_directory(*save_schema_);
+    io::ensure_output_directory_writable(output_);
+    if (save_schema_) io::ensure_output_directory_writable(*save_schema_);
     if (schema_) options.schema = io::load_schema(*schema_);
 
     RunReport report(context);

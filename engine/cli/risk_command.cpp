@@ -126,6 +126,7 @@ class RiskCommand final : public Command {
   void run(const RunContext& context) override {
     const auto comm = distributed::Communicator::world();
     io::ensure_output_is_not_an_input(options_.output, {options_.input});
+    io::ensure_output_directory_writable(options_.output);
     io::Hdf5WriteOptions write_options;
     write_options.filters = io::parse_filters(options_.filters);
     write_options.permissions = context.permissions;

@@ -12,12 +12,6 @@ namespace {
 
 constexpr int kUsage = 2;
 
-std::string digest_of(const std::filesystem::path& file) {
-  const auto result = run_sdc({"info", file.string(), "--digest", "--json"});
-  EXPECT_EQ(result.exit_code, 0) << result.err;
-  return nlohmann::json::parse(result.out).at("content_digest").get<std::string>();
-}
-
 class SdcGenerateCensus : public ::testing::Test {
  protected:
   /// `sdc [global...] generate census --households N -o out [flags...]` with the seed in SDC_SEED.

@@ -10,28 +10,10 @@
 namespace sdc::testing {
 namespace {
 
-const std::map<std::string, std::string> kMpiEnvironment{{"OMPI_ALLOW_RUN_AS_ROOT", "1"},
-                                                         {"OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1"},
-                                                         {"OMP_WAIT_POLICY", "passive"},
-                                                         {"SDC_SEED", "20261121"}};
-
-ProcessResult run_mpi(int ranks, const std::vector<std::string>& args) {
-  std::vector<std::string> argv{"mpirun", "-n", std::to_string(ranks), "--oversubscribe", "--bind-to", "none",
-                                sdc_executable().string()};
-  argv.insert(argv.end(), args.begin(), args.end());
-  return run_process(argv, kMpiEnvironment);
-}
-
-std::string digest_of(const std::filesystem::path& file) {
-  const auto result = run_sdc({"info", file.string(), "--digest", "--json"});
-  EXPECT_EQ(result.exit_code, 0) << result.err;
-  return nlohmann::json::parse(result.out).at("content_digest").get<std::string>();
-}
-
 class AnMpiCensus : public ::testing::Test {
  protected:
   void SetUp() override {
-    if (run_process({"mpirun", "--version"}, kMpiEnvironment).exit_code != 0) GTEST_SKIP() << "mpirun not available";
+    if (!mpirun_available()) GTEST_SKIP() << "mpirun not available";
   }
   /// Digests of the runs; every report valid and naming its rank count.
   std::vector<std::string> digests(const std::vector<std::string>& flags) {
@@ -41,7 +23,7 @@ class AnMpiCensus : public ::testing::Test {
       std::vector<std::string> args{"--threads", std::to_string(threads), "generate", "census", "--output",
                                     (dir_ / output).string(), "--report", (dir_ / (output + ".json")).string()};
       args.insert(args.end(), flags.begin(), flags.end());
-      const auto result = run_mpi(ranks, args);
+      const auto result = run_sdc_mpi(ranks, args, {{"SDC_SEED", "20261121"}});
       EXPECT_EQ(result.exit_code, 0) << ranks << " ranks, " << threads << " threads:\n" << result.err;
       if (result.exit_code != 0) continue;
       out.push_back(digest_of(dir_ / output));

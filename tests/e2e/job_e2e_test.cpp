@@ -16,12 +16,6 @@
 namespace sdc::testing {
 namespace {
 
-std::string digest_of(const std::filesystem::path& file) {
-  const auto result = run_sdc({"info", file.string(), "--digest", "--json"});
-  EXPECT_EQ(result.exit_code, 0) << result.err;
-  return nlohmann::json::parse(result.out).at("content_digest").get<std::string>();
-}
-
 /// Persons in households, sorted by household: `rows` records with five keys and a weight.
 std::string persons_csv(int rows) {
   std::mt19937 generator(5);  // test data only

@@ -13,22 +13,6 @@
 namespace sdc::testing {
 namespace {
 
-const std::map<std::string, std::string> kMpiEnvironment{
-    {"OMPI_ALLOW_RUN_AS_ROOT", "1"}, {"OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1"}, {"OMP_WAIT_POLICY", "passive"}};
-
-ProcessResult run_mpi(int ranks, const std::vector<std::string>& args) {
-  std::vector<std::string> argv{"mpirun", "-n", std::to_string(ranks), "--oversubscribe", "--bind-to", "none",
-                                sdc_executable().string()};
-  argv.insert(argv.end(), args.begin(), args.end());
-  return run_process(argv, kMpiEnvironment);
-}
-
-std::string digest_of(const std::filesystem::path& file) {
-  const auto result = run_sdc({"info", file.string(), "--digest", "--json"});
-  EXPECT_EQ(result.exit_code, 0) << result.err;
-  return nlohmann::json::parse(result.out).at("content_digest").get<std::string>();
-}
-
 /// A household file of about 6000 persons; one household of 400 persons covers the middle row (3000),
 /// where a naive split into two ranks would cut it.
 std::string household_csv(bool negative_weight_late = false) {
@@ -55,7 +39,7 @@ std::string household_csv(bool negative_weight_late = false) {
 class AnMpiRun : public ::testing::Test {
  protected:
   void SetUp() override {
-    if (run_process({"mpirun", "--version"}, kMpiEnvironment).exit_code != 0) GTEST_SKIP() << "mpirun not available";
+    if (!mpirun_available()) GTEST_SKIP() << "mpirun not available";
     write_text(dir_ / "persons.csv", household_csv());
     const auto imported = run_sdc({"import", (dir_ / "persons.csv").string(), "-o", (dir_ / "persons.h5").string(),
                                    "--role", "household=hid", "--role", "weight=weight", "--role",
@@ -79,7 +63,7 @@ TEST_F(AnMpiRun, GivesEqualDigestsForAnyRankAndThreadCount) {
     const std::string output = "risk-" + std::to_string(ranks) + "x" + std::to_string(threads) + ".h5";
     auto args = risk_args(output);
     args.insert(args.begin(), {"--threads", std::to_string(threads)});
-    const auto result = run_mpi(ranks, args);
+    const auto result = run_sdc_mpi(ranks, args);
     ASSERT_EQ(result.exit_code, 0) << ranks << " ranks, " << threads << " threads:\n" << result.err;
     digests.push_back(digest_of(dir_ / output));
     EXPECT_EQ(validate_report(dir_ / (output + ".json")), "");
@@ -100,7 +84,7 @@ TEST_F(AnMpiRun, EndsTheWholeJobWhenOneRankFails) {
                      "household=hid", "--role", "key=region,sex,age,marstat"})
                 .exit_code,
             0);
-  const auto result = run_mpi(2, {"risk", "--input", (dir_ / "bad.h5").string(), "--output",
+  const auto result = run_sdc_mpi(2, {"risk", "--input", (dir_ / "bad.h5").string(), "--output",
                                   (dir_ / "out.h5").string(), "--keys", "region,sex", "--weight", "weight",
                                   "--household", "hid"});
   EXPECT_EQ(result.exit_code, 3) << result.err;
@@ -117,16 +101,15 @@ namespace {
 
 TEST(AnMpiDigest, EqualsTheSequentialDigestWhenBlocksSpanRanks) {
   // About 180 000 rows: several digest blocks of 65 536 rows, two of them split between ranks.
-  if (run_process({"mpirun", "--version"}, kMpiEnvironment).exit_code != 0) GTEST_SKIP() << "mpirun not available";
+  if (!mpirun_available()) GTEST_SKIP() << "mpirun not available";
   TempDir dir;
-  auto environment = kMpiEnvironment;
-  environment["SDC_SEED"] = "20261121";
+  const auto environment = mpi_environment({{"SDC_SEED", "20261121"}});
   const auto census = (dir / "census.h5").string();
   ASSERT_EQ(run_process({sdc_executable().string(), "generate", "census", "--households", "60000", "-o", census}, environment).exit_code, 0);
   const std::string sequential = digest_of(census);
   for (int ranks : {2, 3}) {
     const auto report = (dir / ("r" + std::to_string(ranks) + ".json")).string();
-    const auto result = run_mpi(ranks, {"risk", "-i", census, "-o", (dir / ("r" + std::to_string(ranks) + ".h5")).string(),
+    const auto result = run_sdc_mpi(ranks, {"risk", "-i", census, "-o", (dir / ("r" + std::to_string(ranks) + ".h5")).string(),
                                         "--keys", "sex,age", "--household", "hid", "--report", report});
     ASSERT_EQ(result.exit_code, 0) << result.err;
     EXPECT_EQ(nlohmann::json::parse(read_text(report))["input"]["digest"], sequential) << ranks << " ranks";

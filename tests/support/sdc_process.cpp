@@ -1,6 +1,9 @@
 #include "tests/support/sdc_process.h"
 
 #include <fcntl.h>
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
 #include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -88,6 +91,29 @@ int wait_for(int pid) {
   while (::waitpid(pid, &status, 0) < 0) {
   }
   return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+std::map<std::string, std::string> mpi_environment(const std::map<std::string, std::string>& extra) {
+  std::map<std::string, std::string> environment{
+      {"OMPI_ALLOW_RUN_AS_ROOT", "1"}, {"OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1"}, {"OMP_WAIT_POLICY", "passive"}};
+  for (const auto& [key, value] : extra) environment[key] = value;
+  return environment;
+}
+
+bool mpirun_available() { return run_process({"mpirun", "--version"}, mpi_environment()).exit_code == 0; }
+
+ProcessResult run_sdc_mpi(int ranks, const std::vector<std::string>& args, const std::map<std::string, std::string>& extra) {
+  std::vector<std::string> argv{"mpirun", "-n", std::to_string(ranks), "--oversubscribe", "--bind-to", "none",
+                                sdc_executable().string()};
+  argv.insert(argv.end(), args.begin(), args.end());
+  return run_process(argv, mpi_environment(extra));
+}
+
+std::string digest_of(const std::filesystem::path& file) {
+  const auto result = run_sdc({"info", file.string(), "--digest", "--json"});
+  EXPECT_EQ(result.exit_code, 0) << result.err;
+  if (result.exit_code != 0) return {};
+  return nlohmann::json::parse(result.out).at("content_digest").get<std::string>();
 }
 
 std::filesystem::path sdc_executable() { return std::filesystem::path(SDC_BINARY_DIR) / "engine" / "sdc"; }

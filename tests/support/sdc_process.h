@@ -25,6 +25,15 @@ int start_sdc(const std::vector<std::string>& args);
 /// Waits for a process started by start_sdc; returns its exit code (128 + signal when killed).
 int wait_for(int pid);
 
+/// The environment mpirun needs here (running as root is allowed; passive waiting), plus `extra`.
+std::map<std::string, std::string> mpi_environment(const std::map<std::string, std::string>& extra = {});
+/// Whether mpirun can be started.
+bool mpirun_available();
+/// Runs sdc under `mpirun -n ranks --oversubscribe --bind-to none`.
+ProcessResult run_sdc_mpi(int ranks, const std::vector<std::string>& args, const std::map<std::string, std::string>& extra = {});
+/// The content digest `sdc info --digest` gives for `file` (a test failure when info fails).
+std::string digest_of(const std::filesystem::path& file);
+
 /// Path of the sdc executable under test.
 std::filesystem::path sdc_executable();
 /// Source-tree paths: tests/data/..., docs/...
