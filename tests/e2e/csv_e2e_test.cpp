@@ -256,7 +256,7 @@ TEST(AnImport, PrintsTheInferredSchemaSavesItAndReadsItBack) {
 
 TEST(AnImport, WritesAValidReportWithTheFileDigest) {
   TempDir dir;
-  const auto csv = source_path("examples/households.csv");
+  const auto csv = source_path("tests/data/households.csv");
   const auto report_path = dir / "import.json";
   const auto result =
       run_sdc({"import", csv.string(), "-o", (dir / "h.h5").string(), "--role", "geography=nuts1,nuts2,nuts3", "--role",
