@@ -17,7 +17,8 @@
 namespace sdc::distributed {
 
 /// MPI_Init_thread at construction (threads funnelled: only the main thread calls MPI), MPI_Finalize
-/// at destruction. Works with and without mpirun (a lone process is a job of one rank).
+/// at destruction — when a launcher (mpirun, mpiexec, srun) started the process, or SDC_FORCE_MPI=1.
+/// A process started on its own is a job of one rank without MPI.
 class MpiRuntime {
  public:
   MpiRuntime(int& argc, char**& argv);
