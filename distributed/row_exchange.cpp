@@ -14,16 +14,6 @@ Column::Storage empty_like(const Column& column) {
   return std::visit([](const auto& values) { return Column::Storage(std::decay_t<decltype(values)>{}); }, column.storage());
 }
 
-Column make_column(const VariableInfo& info, Column::Storage&& storage) {
-  return std::visit(
-      [&](auto&& values) -> Column {
-        using Values = std::decay_t<decltype(values)>;
-        if constexpr (std::is_same_v<Values, std::vector<std::int32_t>>) return Column::categorical(info, std::move(values));
-        else if constexpr (std::is_same_v<Values, std::vector<double>>) return Column::continuous(info, std::move(values));
-        else return Column::id(info, std::move(values));
-      },
-      std::move(storage));
-}
 
 }  // namespace
 
@@ -76,7 +66,7 @@ MovedRows exchange_rows(const Communicator& comm, const Table& table, std::span<
   }
   moved.table = Table(table.source(), static_cast<std::int64_t>(moved.row_ids.size()), first_row_id);
   for (std::size_t j = 0; j < table.column_count(); ++j)
-    moved.table.add_column(make_column(table.columns()[j].info(), std::move(columns[j])));
+    moved.table.add_column(Column::of(table.columns()[j].info(), std::move(columns[j])));
   return moved;
 }
 

@@ -118,6 +118,15 @@ Column Column::id(VariableInfo info, std::vector<std::int64_t> ids) {
   return Column(std::move(info), std::move(ids));
 }
 
+Column Column::of(VariableInfo info, Storage values) {
+  switch (values.index()) {
+    case 0: info.type = VariableType::kCategorical; break;
+    case 1: info.type = VariableType::kContinuous; info.levels.clear(); break;
+    default: info.type = VariableType::kId; info.levels.clear(); break;
+  }
+  return Column(std::move(info), std::move(values));
+}
+
 std::size_t Column::size() const noexcept {
   return std::visit([](const auto& v) { return v.size(); }, data_);
 }
@@ -189,6 +198,22 @@ const Column& Table::require(std::string_view name, std::optional<VariableType> 
     throw InvalidInput(prefix(*this) + "variable '" + std::string(name) + "' is " +
                        std::string(to_string(column->type())) + ", expected " + std::string(to_string(*expected)));
   return *column;
+}
+
+Table slice_rows(const Table& table, std::int64_t first_row_id, std::int64_t count) {
+  const std::int64_t offset = first_row_id - table.first_row_id();
+  SDC_CHECK(offset >= 0 && count >= 0 && offset + count <= table.row_count(), "a slice inside the table");
+  Table out(table.source(), count, first_row_id);
+  for (const Column& column : table.columns()) {
+    Column::Storage rows = std::visit(
+        [&](const auto& values) {
+          const auto begin = values.begin() + offset;
+          return Column::Storage(std::decay_t<decltype(values)>(begin, begin + count));
+        },
+        column.storage());
+    out.add_column(Column::of(column.info(), std::move(rows)));
+  }
+  return out;
 }
 
 // ---- validation ---------------------------------------------------------------------------------

@@ -64,6 +64,8 @@ class Column {
   static Column categorical(VariableInfo info, std::vector<std::int32_t> codes);
   static Column continuous(VariableInfo info, std::vector<double> values);
   static Column id(VariableInfo info, std::vector<std::int64_t> ids);
+  /// The column whose type follows from the storage (int32 codes, float64 values, int64 ids).
+  static Column of(VariableInfo info, Storage values);
 
   const VariableInfo& info() const noexcept { return info_; }
   VariableInfo& info() noexcept { return info_; }
@@ -119,6 +121,9 @@ class Table {
   std::int64_t first_row_id_ = 0;
   std::vector<Column> columns_;
 };
+
+/// Rows [first_row_id, first_row_id + count) of `table` (global row ids) as a table of their own.
+Table slice_rows(const Table& table, std::int64_t first_row_id, std::int64_t count);
 
 /// Checks every data-model invariant (docs/data-model.md) and throws InvalidInput naming the source,
 /// the variable and the row id of the first violation: codes outside their levels, infinite

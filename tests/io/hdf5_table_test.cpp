@@ -279,28 +279,6 @@ TEST(Hdf5Table, CompressesWithTheSameResultOnOneThreadAsOnMany) {
   EXPECT_EQ(testing::read_text(dir / "many.h5"), testing::read_text(dir / "one.h5"));
 }
 
-/// Rows [first, first + count) of `table`, as a part with global row ids.
-Table slice(const Table& table, std::int64_t first, std::int64_t count) {
-  Table part("memory", count, first);
-  const auto begin = static_cast<std::size_t>(first);
-  const auto end = static_cast<std::size_t>(first + count);
-  for (const Column& column : table.columns()) {
-    std::visit(
-        [&](const auto& values) {
-          using Values = std::decay_t<decltype(values)>;
-          Values rows(values.begin() + static_cast<std::ptrdiff_t>(begin), values.begin() + static_cast<std::ptrdiff_t>(end));
-          if constexpr (std::is_same_v<Values, std::vector<std::int32_t>>)
-            part.add_column(Column::categorical(column.info(), std::move(rows)));
-          else if constexpr (std::is_same_v<Values, std::vector<double>>)
-            part.add_column(Column::continuous(column.info(), std::move(rows)));
-          else
-            part.add_column(Column::id(column.info(), std::move(rows)));
-        },
-        column.storage());
-  }
-  return part;
-}
-
 TEST(Hdf5Table, AssemblesOneFileFromChunkAlignedPartsWrittenInAnyOrder) {
   for (const Hdf5Filters& filters : {kDefault, kNone}) {
     TempDir dir;
@@ -309,9 +287,9 @@ TEST(Hdf5Table, AssemblesOneFileFromChunkAlignedPartsWrittenInAnyOrder) {
     std::vector<VariableInfo> variables;
     for (const Column& column : table.columns()) variables.push_back(column.info());
     create_table_file(dir / "parts.h5", variables, 1000, options);
-    write_table_rows(dir / "parts.h5", slice(table, 640, 360), options);  // ends in the partial last chunk
-    write_table_rows(dir / "parts.h5", slice(table, 0, 320), options);
-    write_table_rows(dir / "parts.h5", slice(table, 320, 320), options);
+    write_table_rows(dir / "parts.h5", slice_rows(table, 640, 360), options);  // ends in the partial last chunk
+    write_table_rows(dir / "parts.h5", slice_rows(table, 0, 320), options);
+    write_table_rows(dir / "parts.h5", slice_rows(table, 320, 320), options);
     expect_rows(table, read_table(dir / "parts.h5"), 0);
     write_table(table, dir / "whole.h5", options);
     EXPECT_EQ(content_digest(dir / "parts.h5"), content_digest(dir / "whole.h5")) << to_string(filters);
@@ -325,12 +303,12 @@ TEST(Hdf5Table, RefusesPartsThatWouldShareAChunk) {
   std::vector<VariableInfo> variables;
   for (const Column& column : table.columns()) variables.push_back(column.info());
   create_table_file(dir / "parts.h5", variables, 100, options);
-  EXPECT_NE(error_message<InternalError>([&] { write_table_rows(dir / "parts.h5", slice(table, 8, 16), options); })
+  EXPECT_NE(error_message<InternalError>([&] { write_table_rows(dir / "parts.h5", slice_rows(table, 8, 16), options); })
                 .find("not whole chunks"),
             std::string::npos);
-  EXPECT_NE(error_message<InternalError>([&] { write_table_rows(dir / "parts.h5", slice(table, 16, 20), options); }),
+  EXPECT_NE(error_message<InternalError>([&] { write_table_rows(dir / "parts.h5", slice_rows(table, 16, 20), options); }),
             "no exception");
-  EXPECT_NE(error_message<IoError>([&] { write_table_rows(dir / "nosuch.h5", slice(table, 0, 16), options); })
+  EXPECT_NE(error_message<IoError>([&] { write_table_rows(dir / "nosuch.h5", slice_rows(table, 0, 16), options); })
                 .find((dir / "nosuch.h5").string()),
             std::string::npos);
 }

@@ -18,12 +18,12 @@
 extern char** environ;
 
 namespace sdc::testing {
-ProcessResult run_process(const std::vector<std::string>& argv, const std::map<std::string, std::string>& environment) {
-  // Capture through files rather than pipes so that a chatty child can never block on a full pipe.
-  TempDir capture;
-  const auto out_path = capture / "stdout";
-  const auto err_path = capture / "stderr";
+namespace {
 
+/// Starts `argv` (argv[0] searched on PATH) with this process's environment plus `environment`,
+/// standard input from /dev/null and standard output and error to the given files.
+pid_t spawn(const std::vector<std::string>& argv, const std::map<std::string, std::string>& environment,
+            const std::string& out_path, const std::string& err_path) {
   std::map<std::string, std::string> env;
   for (char** entry = environ; *entry != nullptr; ++entry) {
     const std::string text = *entry;
@@ -51,12 +51,19 @@ ProcessResult run_process(const std::vector<std::string>& argv, const std::map<s
   const int spawned = posix_spawnp(&pid, c_args[0], &actions, nullptr, c_args.data(), envp.data());
   posix_spawn_file_actions_destroy(&actions);
   if (spawned != 0) throw std::runtime_error("cannot start " + argv.at(0) + ": " + std::strerror(spawned));
+  return pid;
+}
 
-  int status = 0;
-  while (::waitpid(pid, &status, 0) < 0) {
-  }
+}  // namespace
+
+ProcessResult run_process(const std::vector<std::string>& argv, const std::map<std::string, std::string>& environment) {
+  // Capture through files rather than pipes so that a chatty child can never block on a full pipe.
+  TempDir capture;
+  const auto out_path = capture / "stdout";
+  const auto err_path = capture / "stderr";
+  const pid_t pid = spawn(argv, environment, out_path.string(), err_path.string());
   ProcessResult result;
-  result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  result.exit_code = wait_for(pid);
   result.out = read_text(out_path);
   result.err = read_text(err_path);
   return result;
@@ -71,19 +78,7 @@ ProcessResult run_sdc(const std::vector<std::string>& args, const std::map<std::
 int start_sdc(const std::vector<std::string>& args) {
   std::vector<std::string> argv{sdc_executable().string()};
   argv.insert(argv.end(), args.begin(), args.end());
-  std::vector<char*> c_args;
-  for (auto& a : argv) c_args.push_back(a.data());
-  c_args.push_back(nullptr);
-  posix_spawn_file_actions_t actions;
-  posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
-  posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0);
-  posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0);
-  pid_t pid = 0;
-  const int spawned = posix_spawn(&pid, c_args[0], &actions, nullptr, c_args.data(), environ);
-  posix_spawn_file_actions_destroy(&actions);
-  if (spawned != 0) throw std::runtime_error(std::string("cannot start sdc: ") + std::strerror(spawned));
-  return pid;
+  return spawn(argv, {}, "/dev/null", "/dev/null");
 }
 
 int wait_for(int pid) {

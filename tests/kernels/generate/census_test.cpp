@@ -43,25 +43,6 @@ void expect_equal_tables(const Table& a, const Table& b) {
   }
 }
 
-/// Rows [first, first + count) of `table` as a table of their own.
-Table slice(const Table& table, std::int64_t first, std::int64_t count) {
-  Table out(table.source(), count, first);
-  const auto begin = static_cast<std::size_t>(first);
-  const auto end = static_cast<std::size_t>(first + count);
-  for (const Column& column : table.columns()) {
-    std::visit(
-        [&](const auto& values) {
-          using Values = std::decay_t<decltype(values)>;
-          Values part(values.begin() + static_cast<std::ptrdiff_t>(begin), values.begin() + static_cast<std::ptrdiff_t>(end));
-          if constexpr (std::is_same_v<Values, std::vector<std::int32_t>>) out.add_column(Column::categorical(column.info(), std::move(part)));
-          else if constexpr (std::is_same_v<Values, std::vector<double>>) out.add_column(Column::continuous(column.info(), std::move(part)));
-          else out.add_column(Column::id(column.info(), std::move(part)));
-        },
-        column.storage());
-  }
-  return out;
-}
-
 /// The index of the first row of each household.
 std::vector<std::size_t> household_starts(const Table& table) {
   const auto hid = table.require("hid").ids();
@@ -305,7 +286,7 @@ TEST(ACensusGenerator, GivesTheSameRowsForAnySplitOfTheRows) {
     const std::int64_t count = cuts[k + 1] - cuts[k];
     const Table part = generator.generate_rows(layout, first, count);
     EXPECT_EQ(part.first_row_id(), first);
-    expect_equal_tables(part, slice(whole, first, count));
+    expect_equal_tables(part, slice_rows(whole, first, count));
   }
 }
 
