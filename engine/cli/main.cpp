@@ -38,23 +38,41 @@ int fail_job(const sdc::distributed::Communicator& comm, sdc::ExitCode code, con
   sdc::distributed::abort_job(static_cast<int>(code));
 }
 
-// CLI11 reports a mistyped command as "a subcommand is required"; name the word instead.
-std::string unknown_command_message(const CLI::App& app, int argc, char** argv) {
+// CLI11 reports a mistyped command as "a subcommand is required", and an unknown flag after a
+// command as whatever else is missing: name the word at fault instead. Walks the command line as
+// CLI11 does: options belong to the current command or, by fallthrough, to a command above it.
+std::string unknown_word_message(const CLI::App& root, int argc, char** argv) {
+  std::vector<const CLI::App*> chain{&root};
+  const auto find_option = [&](const std::string& name) -> const CLI::Option* {
+    for (auto it = chain.rbegin(); it != chain.rend(); ++it)
+      if (const auto* option = (*it)->get_option_no_throw(name)) return option;
+    return nullptr;
+  };
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
     if (arg.rfind("-", 0) == 0) {
-      const auto* option = app.get_option_no_throw(arg.substr(0, arg.find('=')));
-      if (option == nullptr && arg != "--help" && arg != "-h" && arg != "--version")
-        return "unknown option '" + arg + "'";
-      if (option != nullptr && option->get_type_size() != 0 && arg.find('=') == std::string::npos) ++i;
+      if (arg == "--help" || arg == "-h" || arg == "--version") continue;
+      const auto* option = find_option(arg.substr(0, arg.find('=')));
+      if (option == nullptr) {
+        const std::string where = chain.size() > 1 ? " for 'sdc " + chain.back()->get_name() + "'" : "";
+        return "unknown option '" + arg + "'" + where;
+      }
+      if (option->get_type_size() != 0 && arg.find('=') == std::string::npos) ++i;
       continue;
     }
+    const CLI::App* current = chain.back();
+    const auto subcommands = current->get_subcommands([](const CLI::App*) { return true; });
+    if (subcommands.empty()) continue;  // a positional argument of the current command
     std::string known;
-    for (const auto* sub : app.get_subcommands([](const CLI::App*) { return true; })) {
-      if (sub->get_name() == arg) return {};
+    const CLI::App* next = nullptr;
+    for (const auto* sub : subcommands) {
+      if (sub->get_name() == arg) next = sub;
       known += (known.empty() ? "" : ", ") + sub->get_name();
     }
-    return "unknown command '" + arg + "'; the commands are " + known;
+    if (next == nullptr)
+      return "unknown command '" + arg + "'; the commands" + (chain.size() > 1 ? " of 'sdc " + current->get_name() + "'" : std::string()) +
+             " are " + known;
+    chain.push_back(next);
   }
   return {};
 }
@@ -95,7 +113,7 @@ int main(int argc, char** argv) {
     // Every rank parses the same command line; one message (or help text) is enough.
     if (comm.rank() != 0) return e.get_exit_code() == static_cast<int>(CLI::ExitCodes::Success) ? 0 : static_cast<int>(ExitCode::kUsage);
     if (e.get_exit_code() == static_cast<int>(CLI::ExitCodes::Success)) return app.exit(e);
-    if (const auto unknown = unknown_command_message(app, argc, argv); !unknown.empty())
+    if (const auto unknown = unknown_word_message(app, argc, argv); !unknown.empty())
       return fail(ExitCode::kUsage, unknown + " (run 'sdc --help')");
     return fail(ExitCode::kUsage, std::string(e.what()) + " (run 'sdc --help' or 'sdc COMMAND --help')");
   }

@@ -1,0 +1,177 @@
+#include "kernels/risk/household_risk.h"
+
+#include <algorithm>
+#include <cmath>
+#include <functional>
+#include <string>
+
+#include "kernels/core/error.h"
+
+namespace sdc {
+namespace {
+
+// Adds a·b exactly (the rounded product and its rounding error, by fused multiply-add).
+void add_product(ExactSum& sum, double a, double b) {
+  const double high = a * b;
+  sum.add(high);
+  sum.add(std::fma(a, b, -high));
+}
+
+}  // namespace
+
+std::vector<double> household_risk(std::span<const std::int64_t> household_ids, std::span<const double> risk,
+                                   RiskMode mode) {
+  SDC_CHECK(household_ids.size() == risk.size(), "one household id per record");
+  std::vector<double> out(risk.size());
+  std::size_t begin = 0;
+  while (begin < risk.size()) {
+    std::size_t end = begin + 1;
+    while (end < risk.size() && household_ids[end] == household_ids[begin]) ++end;
+    double value = 0.0;
+    if (mode == RiskMode::kCompat) {
+      double survive = 1.0;
+      for (std::size_t i = begin; i < end; ++i) survive *= 1.0 - risk[i];
+      value = 1.0 - survive;
+    } else {
+      double log_survive = 0.0;
+      for (std::size_t i = begin; i < end; ++i) log_survive += std::log1p(-risk[i]);
+      value = -std::expm1(log_survive);
+    }
+    std::fill(out.begin() + static_cast<std::ptrdiff_t>(begin), out.begin() + static_cast<std::ptrdiff_t>(end),
+              value);
+    begin = end;
+  }
+  return out;
+}
+
+void GlobalRiskPartial::merge(const GlobalRiskPartial& other) {
+  expected.merge(other.expected);
+  records += other.records;
+}
+
+GlobalRiskPartial global_risk_local(std::span<const double> risk) {
+  GlobalRiskPartial partial;
+  for (double r : risk) partial.expected.add(r);
+  partial.records = static_cast<std::int64_t>(risk.size());
+  return partial;
+}
+
+GlobalRisk global_risk_finalize(const GlobalRiskPartial& total) {
+  GlobalRisk out;
+  out.records = total.records;
+  out.expected_reidentifications = total.expected.value();
+  if (total.records > 0) {
+    const auto n = static_cast<double>(total.records);
+    out.risk = out.expected_reidentifications / n;
+    out.percent = 100.0 * out.expected_reidentifications / n;
+  }
+  return out;
+}
+
+RiskHistogram risk_histogram_local(std::span<const double> risk) {
+  std::vector<double> sorted(risk.begin(), risk.end());
+  std::sort(sorted.begin(), sorted.end(), std::greater<>());
+  RiskHistogram histogram;
+  for (double r : sorted) {
+    if (histogram.values.empty() || histogram.values.back() != r) {
+      histogram.values.push_back(r);
+      histogram.counts.push_back(0);
+    }
+    ++histogram.counts.back();
+  }
+  return histogram;
+}
+
+RiskHistogram risk_histogram_merge(const RiskHistogram& a, const RiskHistogram& b) {
+  RiskHistogram out;
+  out.values.reserve(a.values.size() + b.values.size());
+  out.counts.reserve(a.values.size() + b.values.size());
+  std::size_t i = 0;
+  std::size_t j = 0;
+  while (i < a.values.size() || j < b.values.size()) {
+    if (j == b.values.size() || (i < a.values.size() && a.values[i] > b.values[j])) {
+      out.values.push_back(a.values[i]);
+      out.counts.push_back(a.counts[i++]);
+    } else if (i == a.values.size() || b.values[j] > a.values[i]) {
+      out.values.push_back(b.values[j]);
+      out.counts.push_back(b.counts[j++]);
+    } else {
+      out.values.push_back(a.values[i]);
+      out.counts.push_back(a.counts[i++] + b.counts[j++]);
+    }
+  }
+  return out;
+}
+
+RiskThreshold risk_threshold(const RiskHistogram& histogram, double rho) {
+  if (!(rho > 0.0 && rho < 1.0))
+    throw InvalidJob("risk threshold: the target global risk must lie strictly between 0 and 1, got " +
+                     std::to_string(rho));
+  const std::size_t distinct = histogram.values.size();
+  // rest[d] = Σ of the risks at or below values[d] (= S_rest(j) at the run's first position j).
+  std::vector<ExactSum> rest(distinct + 1);
+  std::int64_t records = 0;
+  for (std::size_t d = distinct; d-- > 0;) {
+    rest[d] = rest[d + 1];
+    add_product(rest[d], histogram.values[d], static_cast<double>(histogram.counts[d]));
+    records += histogram.counts[d];
+  }
+  const double target = rho * static_cast<double>(records);
+  RiskThreshold out;
+  if (distinct > 0 && rest[0].value() < target) {
+    out.already_safe = true;
+    out.threshold = histogram.values[0];
+    return out;
+  }
+  std::int64_t above = 0;  // j: records with a higher risk
+  for (std::size_t d = 0; d < distinct; ++d) {
+    ExactSum test = rest[d];
+    add_product(test, histogram.values[d], static_cast<double>(above));
+    if (test.value() < target) {
+      out.threshold = histogram.values[d];
+      return out;
+    }
+    above += histogram.counts[d];
+  }
+  return out;
+}
+
+void MarketerRiskPartial::merge(const MarketerRiskPartial& other) {
+  classes += other.classes;
+  records += other.records;
+  invalid_records += other.invalid_records;
+  certain.merge(other.certain);
+  valid.merge(other.valid);
+}
+
+MarketerRiskPartial marketer_risk_local(std::span<const std::int64_t> f, std::span<const double> F) {
+  SDC_CHECK(f.size() == F.size(), "one external count per class");
+  MarketerRiskPartial partial;
+  partial.classes = static_cast<std::int64_t>(f.size());
+  for (std::size_t k = 0; k < f.size(); ++k) {
+    const auto size = static_cast<double>(f[k]);
+    partial.records += f[k];
+    partial.certain.add(size / std::max(F[k], size));
+    if (size > F[k]) {
+      partial.invalid_records += f[k];
+    } else {
+      partial.valid.add(size / F[k]);
+    }
+  }
+  return partial;
+}
+
+MarketerRisk marketer_risk_finalize(const MarketerRiskPartial& total) {
+  MarketerRisk out;
+  if (total.records == 0) return out;
+  const auto n = static_cast<double>(total.records);
+  const double valid = total.valid.value();
+  out.im = static_cast<double>(total.classes) / n;
+  out.cem = total.certain.value() / n;
+  out.arem = valid / n;
+  const std::int64_t valid_records = total.records - total.invalid_records;
+  if (valid_records > 0) out.orem = valid / static_cast<double>(valid_records);
+  return out;
+}
+
+}  // namespace sdc
