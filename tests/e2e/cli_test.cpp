@@ -42,6 +42,10 @@ TEST(TheCommandLine, RejectsAnUnknownFlagWithTheUsageExitCode) {
   EXPECT_EQ(result.exit_code, kUsage);
   EXPECT_NE(result.err.find("--no-such-flag"), std::string::npos) << result.err;
   EXPECT_TRUE(dir.entries().empty());
+  // Also when the command's required flags are missing too: the unknown word is what is named.
+  const auto info = run_sdc({"info", "--bogus"});
+  EXPECT_EQ(info.exit_code, kUsage);
+  EXPECT_NE(info.err.find("unknown option '--bogus' for 'sdc info'"), std::string::npos) << info.err;
 }
 
 TEST(TheCommandLine, RejectsAMissingCommandAndAnUnknownOne) {
