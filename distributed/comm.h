@@ -54,6 +54,11 @@ class Communicator {
   std::vector<std::vector<std::byte>> all_to_all_bytes(const std::vector<std::vector<std::byte>>& send) const;
   /// The coordinator's `bytes` on every rank.
   std::vector<std::byte> broadcast_bytes(std::span<const std::byte> bytes) const;
+  /// The coordinator's `text` on every rank (other ranks' `text` is ignored).
+  std::string broadcast_string(const std::string& text) const {
+    const auto shared = broadcast_bytes(std::as_bytes(std::span(text.data(), text.size())));
+    return std::string(reinterpret_cast<const char*>(shared.data()), shared.size());
+  }
 
   template <typename T>
   std::vector<T> all_gather(const T& value) const {

@@ -214,8 +214,7 @@ std::string partitioned_content_digest(const distributed::Communicator& comm, co
     }
     digest = io::combine_content_digest(summary, digests);
   }
-  const auto shared = comm.broadcast_bytes(std::as_bytes(std::span(digest.data(), digest.size())));
-  return std::string(reinterpret_cast<const char*>(shared.data()), shared.size());
+  return comm.broadcast_string(digest);
 }
 
 void write_partitioned(const distributed::Communicator& comm, Table part, const std::filesystem::path& output,
@@ -255,8 +254,7 @@ void write_partitioned(const distributed::Communicator& comm, Table part, const 
     temp_path = atomic->temp_path().string();
     io::create_table_file(atomic->temp_path(), variables, rows, options);
   }
-  const auto shared = comm.broadcast_bytes(std::as_bytes(std::span(temp_path.data(), temp_path.size())));
-  temp_path.assign(reinterpret_cast<const char*>(shared.data()), shared.size());
+  temp_path = comm.broadcast_string(temp_path);
   for (int turn = 0; turn < comm.size(); ++turn) {
     if (turn == comm.rank() && aligned.row_count() > 0) io::write_table_rows(temp_path, aligned, options);
     comm.barrier();

@@ -155,10 +155,10 @@ class RiskCommand final : public Command {
     if (options_.resume && comm.is_coordinator()) {
       if (auto results = completed_step_results(options_.output, fingerprint)) earlier_results = results->dump();
     }
-    const auto shared = comm.broadcast_bytes(std::as_bytes(std::span(earlier_results.data(), earlier_results.size())));
-    if (!shared.empty()) {
+    earlier_results = comm.broadcast_string(earlier_results);
+    if (!earlier_results.empty()) {
       timer.stop();
-      step.results = nlohmann::json::parse(std::string(reinterpret_cast<const char*>(shared.data()), shared.size()));
+      step.results = nlohmann::json::parse(earlier_results);
       step.warnings.push_back("resumed: the output was complete from an earlier run with the same input, parameters "
                               "and seed; the step was skipped");
       finish(comm, context, report, part.summary.row_count, input_digest);
