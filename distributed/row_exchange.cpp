@@ -18,7 +18,9 @@ Column::Storage empty_like(const Column& column) {
 }  // namespace
 
 MovedRows exchange_rows(const Communicator& comm, const Table& table, std::span<const std::int64_t> row_ids,
-                        std::span<const int> destination, std::int64_t first_row_id) {
+                        std::span<const int> destination, std::int64_t first_row_id, std::span<const std::int64_t> tags) {
+  SDC_CHECK(tags.empty() || tags.size() == row_ids.size(), "one tag per row, or none");
+  const bool tagged = comm.all_reduce_max(tags.empty() ? 0 : 1) == 1;
   const auto ranks = static_cast<std::size_t>(comm.size());
   SDC_CHECK(row_ids.size() == static_cast<std::size_t>(table.row_count()) && destination.size() == row_ids.size(),
             "one row id and one destination per row");
@@ -32,6 +34,8 @@ MovedRows exchange_rows(const Communicator& comm, const Table& table, std::span<
     ByteWriter out;
     out.put(static_cast<std::uint64_t>(rows.size()));
     for (std::uint32_t i : rows) out.put(row_ids[i]);
+    if (tagged)
+      for (std::uint32_t i : rows) out.put(tags[i]);
     for (const Column& column : table.columns()) {
       std::visit(
           [&](const auto& values) {
@@ -43,7 +47,7 @@ MovedRows exchange_rows(const Communicator& comm, const Table& table, std::span<
   }
   const auto received = comm.all_to_all_bytes(send);
 
-  MovedRows moved{Table(table.source()), {}};
+  MovedRows moved{Table(table.source()), {}, {}};
   std::vector<Column::Storage> columns;
   for (const Column& column : table.columns()) columns.push_back(empty_like(column));
   for (const auto& bytes : received) {
@@ -53,6 +57,10 @@ MovedRows exchange_rows(const Communicator& comm, const Table& table, std::span<
     const std::size_t old_size = moved.row_ids.size();
     moved.row_ids.resize(old_size + count);
     in.get_span(std::span(moved.row_ids).subspan(old_size, count));
+    if (tagged) {
+      moved.tags.resize(old_size + count);
+      in.get_span(std::span(moved.tags).subspan(old_size, count));
+    }
     for (auto& storage : columns) {
       std::visit(
           [&](auto& values) {
@@ -139,45 +147,37 @@ StratumAssignment assign_strata(const Communicator& comm, std::span<const std::i
 }
 
 MovedRows shuffle_by_stratum(const Communicator& comm, const Table& part, std::span<const std::int64_t> stratum_of_record,
-                             const StratumAssignment& assignment, std::vector<std::int64_t>* sorted_strata) {
+                             const StratumAssignment& assignment) {
   std::vector<std::int64_t> row_ids(static_cast<std::size_t>(part.row_count()));
   std::iota(row_ids.begin(), row_ids.end(), part.first_row_id());
   std::vector<int> destination(row_ids.size());
   for (std::size_t i = 0; i < destination.size(); ++i) destination[i] = assignment.rank_of(stratum_of_record[i]);
-  // The strata travel as a column of their own, then order the received rows.
-  Table with_strata(part.source(), part.row_count(), part.first_row_id());
-  for (const Column& column : part.columns()) with_strata.add_column(column);
-  VariableInfo stratum_info;
-  stratum_info.name = "_stratum";
-  with_strata.add_column(Column::id(stratum_info, std::vector<std::int64_t>(stratum_of_record.begin(), stratum_of_record.end())));
-  MovedRows moved = exchange_rows(comm, with_strata, row_ids, destination);
+  MovedRows moved = exchange_rows(comm, part, row_ids, destination, 0, stratum_of_record);
 
-  const auto strata = moved.table.columns().back().ids();
-  std::vector<std::uint64_t> order(strata.size());
+  // The strata travelled as tags; they order the received rows.
+  std::vector<std::uint64_t> order(moved.row_ids.size());
   std::iota(order.begin(), order.end(), 0U);
   std::sort(order.begin(), order.end(), [&](std::uint64_t a, std::uint64_t b) {
-    return strata[a] != strata[b] ? strata[a] < strata[b] : moved.row_ids[a] < moved.row_ids[b];
+    return moved.tags[a] != moved.tags[b] ? moved.tags[a] < moved.tags[b] : moved.row_ids[a] < moved.row_ids[b];
   });
   reorder_rows(moved.table, order);
-  std::vector<std::int64_t> ids(order.size());
-  for (std::size_t i = 0; i < order.size(); ++i) ids[i] = moved.row_ids[order[i]];
-  moved.row_ids = std::move(ids);
-
-  MovedRows out{Table(part.source(), moved.table.row_count(), 0), std::move(moved.row_ids)};
-  if (sorted_strata != nullptr) {
-    const auto sorted = moved.table.columns().back().ids();
-    sorted_strata->assign(sorted.begin(), sorted.end());
+  std::vector<std::int64_t> ids(order.size()), strata(order.size());
+  for (std::size_t i = 0; i < order.size(); ++i) {
+    ids[i] = moved.row_ids[order[i]];
+    strata[i] = moved.tags[order[i]];
   }
-  for (std::size_t j = 0; j + 1 < moved.table.column_count(); ++j) out.table.add_column(std::move(moved.table.mutable_columns()[j]));
-  return out;
+  moved.row_ids = std::move(ids);
+  moved.tags = std::move(strata);
+  return moved;
 }
 
 Table return_home(const Communicator& comm, const Table& rows, std::span<const std::int64_t> row_ids, const RowRange& home) {
   const auto homes = comm.all_gather(home);
   std::vector<int> destination(row_ids.size());
   for (std::size_t i = 0; i < row_ids.size(); ++i) {
-    const auto it = std::find_if(homes.begin(), homes.end(), [&](const RowRange& h) { return row_ids[i] >= h.first && row_ids[i] < h.end(); });
-    SDC_CHECK(it != homes.end(), "every row has a home rank");
+    // Home ranges are contiguous and in rank order: the home is the first range ending after the row.
+    const auto it = std::partition_point(homes.begin(), homes.end(), [&](const RowRange& h) { return h.end() <= row_ids[i]; });
+    SDC_CHECK(it != homes.end() && row_ids[i] >= it->first, "every row has a home rank");
     destination[i] = static_cast<int>(it - homes.begin());
   }
   MovedRows moved = exchange_rows(comm, rows, row_ids, destination, home.first);

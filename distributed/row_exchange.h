@@ -16,12 +16,15 @@ namespace sdc::distributed {
 struct MovedRows {
   Table table;                        ///< every rank's table has the same variables
   std::vector<std::int64_t> row_ids;  ///< global row id of each row
+  std::vector<std::int64_t> tags;     ///< the tag each row travelled with (empty when none were given)
 };
 
-/// Collective. Sends row i of `table` (global row id `row_ids[i]`) to rank `destination[i]`.
-/// The received table's first_row_id() is `first_row_id` (meaningful when the rows are contiguous).
+/// Collective. Sends row i of `table` (global row id `row_ids[i]`, and `tags[i]` when tags are given)
+/// to rank `destination[i]`. The received table's first_row_id() is `first_row_id` (meaningful when
+/// the rows are contiguous).
 MovedRows exchange_rows(const Communicator& comm, const Table& table, std::span<const std::int64_t> row_ids,
-                        std::span<const int> destination, std::int64_t first_row_id = 0);
+                        std::span<const int> destination, std::int64_t first_row_id = 0,
+                        std::span<const std::int64_t> tags = {});
 
 /// Which rank holds each stratum: whole strata, balanced by record count.
 struct StratumAssignment {
@@ -37,9 +40,10 @@ struct StratumAssignment {
 /// receives the assignment (16 bytes per stratum).
 StratumAssignment assign_strata(const Communicator& comm, std::span<const std::int64_t> stratum_of_record);
 
-/// Collective. Moves every record to the rank of its stratum; the result is sorted by (stratum, row id).
+/// Collective. Moves every record to the rank of its stratum; the result is sorted by (stratum, row id)
+/// and its tags are the records' strata.
 MovedRows shuffle_by_stratum(const Communicator& comm, const Table& part, std::span<const std::int64_t> stratum_of_record,
-                             const StratumAssignment& assignment, std::vector<std::int64_t>* sorted_strata = nullptr);
+                             const StratumAssignment& assignment);
 
 /// Collective. Sends rows back to the rank whose `home` range holds their row id (every rank passes
 /// its own home range) and restores row order there: the inverse of a shuffle, for per-record results.

@@ -77,22 +77,21 @@ Table realign_rows(const distributed::Communicator& comm, Table part, const std:
   for (std::int64_t row = keep_end; row < end; ++row) leaving_ids.push_back(row);
   Table leaving(part.source(), static_cast<std::int64_t>(leaving_ids.size()), 0);
   for (const Column& column : part.columns()) {
-    Column copy = column;
-    std::visit(
-        [&](auto& values) {
-          std::decay_t<decltype(values)> rows;
-          rows.reserve(leaving_ids.size());
-          for (std::int64_t row : leaving_ids) rows.push_back(values[static_cast<std::size_t>(row - first)]);
-          values = std::move(rows);
+    Column::Storage rows = std::visit(
+        [&](const auto& values) {
+          std::decay_t<decltype(values)> picked;
+          picked.reserve(leaving_ids.size());
+          for (std::int64_t row : leaving_ids) picked.push_back(values[static_cast<std::size_t>(row - first)]);
+          return Column::Storage(std::move(picked));
         },
-        copy.mutable_storage());
-    leaving.add_column(std::move(copy));
+        column.storage());
+    leaving.add_column(Column::of(column.info(), std::move(rows)));
   }
   std::vector<int> destination(leaving_ids.size());
   for (std::size_t i = 0; i < leaving_ids.size(); ++i) {
-    const auto it = std::find_if(target.begin(), target.end(), [&](const distributed::RowRange& r) {
-      return leaving_ids[i] >= r.first && leaving_ids[i] < r.end();
-    });
+    // Targets are contiguous and in rank order: the destination is the first target ending after the row.
+    const auto it = std::partition_point(target.begin(), target.end(),
+                                         [&](const distributed::RowRange& r) { return r.end() <= leaving_ids[i]; });
     destination[i] = static_cast<int>(it - target.begin());
   }
   const distributed::MovedRows arrived = distributed::exchange_rows(comm, leaving, leaving_ids, destination);

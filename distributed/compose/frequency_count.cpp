@@ -77,12 +77,17 @@ DistributedFrequencies distributed_frequency_count(const Communicator& comm, con
 
   // 2. The owner merges what every rank sent. Exact weights make the merge order irrelevant.
   std::vector<FrequencyClasses> from_rank(ranks);
-  FrequencyClasses owned;
-  owned.key_count = m;
-  for (std::size_t r = 0; r < ranks; ++r) {
-    from_rank[r] = read_classes(received[r], m);
-    owned = frequency_count_merge(owned, from_rank[r]);
+  for (std::size_t r = 0; r < ranks; ++r) from_rank[r] = read_classes(received[r], m);
+  // Pairwise rounds, so that every class is copied log2(ranks) times rather than once per rank.
+  std::vector<FrequencyClasses> round = from_rank;
+  while (round.size() > 1) {
+    std::vector<FrequencyClasses> next;
+    for (std::size_t i = 0; i + 1 < round.size(); i += 2) next.push_back(frequency_count_merge(round[i], round[i + 1]));
+    if (round.size() % 2 == 1) next.push_back(std::move(round.back()));
+    round = std::move(next);
   }
+  FrequencyClasses owned = std::move(round.front());
+  owned.key_count = m;
 
   // 3. Totals back to each sender, in the order it sent its classes (a merge join on sorted lists).
   std::vector<std::vector<std::byte>> replies(ranks);

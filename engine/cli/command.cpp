@@ -47,6 +47,13 @@ CLI::Option* add_variable_list_option(CLI::App& app, const std::string& flag, st
   return app.add_option(flag, names, help)->delimiter(',')->allow_extra_args(false)->type_name("VAR[,VAR...]");
 }
 
+io::Hdf5WriteOptions data_output_options(const RunContext& context, const std::optional<std::string>& filters) {
+  io::Hdf5WriteOptions options;
+  if (filters) options.filters = io::parse_filters(*filters);
+  options.permissions = context.permissions;
+  return options;
+}
+
 CLI::Validator whole_number_at_least(std::int64_t minimum) {
   return CLI::Validator(
       [minimum](std::string& text) -> std::string {

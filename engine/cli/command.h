@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "io/atomic_output.h"
+#include "io/hdf5_table.h"
 #include "kernels/core/table.h"
 
 namespace sdc::engine {
@@ -78,6 +79,10 @@ void add_seed_option(CLI::App& app, std::optional<std::filesystem::path>& seed_f
 /// A comma-separated variable list, e.g. `--keys a,b,c`.
 CLI::Option* add_variable_list_option(CLI::App& app, const std::string& flag, std::vector<std::string>& names,
                                       const std::string& help);
+
+/// Write options of a command's data output: its --filters (default when absent) and the run's
+/// --permissions.
+io::Hdf5WriteOptions data_output_options(const RunContext& context, const std::optional<std::string>& filters);
 
 /// Accepts a whole number >= `minimum`, with a message that says so (CLI11's own names the type's range).
 CLI::Validator whole_number_at_least(std::int64_t minimum);

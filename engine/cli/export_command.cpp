@@ -76,7 +76,7 @@ class ExportCommand final : public Command {
     spdlog::info("export: {} rows x {} variables, {:.1f} MB of CSV{} written in {:.2f} s ({:.0f} MB/s)", written.rows,
                  written.variables, megabytes, written.gzip ? " (gzip)" : "", write_seconds,
                  write_seconds > 0.0 ? megabytes / write_seconds : 0.0);
-    if (report_) report.write(*report_, context.permissions);
+    report.write(distributed::Communicator::world(), report_);
   }
 
  private:

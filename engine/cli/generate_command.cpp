@@ -33,10 +33,6 @@ struct CensusFlags {
   std::string filters = "shuffle,deflate=1";
 };
 
-double seconds_since(std::chrono::steady_clock::time_point start) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-}
-
 /// Collective. Pass 1 of the generator: every rank counts an even share of the household blocks, and
 /// every rank receives all counts (a few dozen bytes per 4096 households).
 generate::CensusLayout distributed_layout(const distributed::Communicator& comm, const generate::CensusGenerator& generator) {
@@ -123,7 +119,7 @@ class GenerateCommand final : public Command {
     report.add_output(seed_output_, "seed");
     step.results["seed_fingerprint"] = seed.fingerprint();
     spdlog::info("wrote a new seed to {} (fingerprint {})", seed_output_.string(), seed.fingerprint());
-    if (seed_report_) report.write(*seed_report_, context.permissions);
+    report.write(distributed::Communicator::world(), seed_report_);
   }
 
   void run_census(const RunContext& context) {
@@ -133,9 +129,7 @@ class GenerateCommand final : public Command {
       throw UsageError("--sample-fraction must lie in (0, 1] (run 'sdc generate census --help')");
     if (flags.seed_file) io::ensure_output_is_not_an_input(flags.output, {*flags.seed_file});
     const io::Seed seed = io::require_seed(flags.seed_file, "generate census");
-    io::Hdf5WriteOptions write_options;
-    write_options.filters = io::parse_filters(flags.filters);
-    write_options.permissions = context.permissions;
+    io::Hdf5WriteOptions write_options = data_output_options(context, flags.filters);
 
     RunReport report(context);
     StepRecord& step = report.add_step("generate census");
@@ -177,15 +171,14 @@ class GenerateCommand final : public Command {
     step.results["write_seconds"] = write_seconds;
     step.results["persons_per_second"] = step.seconds > 0 ? static_cast<double>(layout.rows()) / step.seconds : 0.0;
 
-    const auto peaks = comm.all_gather(peak_memory_bytes());
+    report.set_seed_fingerprint(seed.fingerprint());
+    report.add_output(flags.output, "data");
+    report.write(comm, flags.report);
     if (!comm.is_coordinator()) return;
     spdlog::info("generate census: {} households, {} persons; {} rows ({} households) written in {:.1f} s "
                  "({:.0f} persons/s; generation {:.1f} s, write {:.1f} s)",
                  flags.households, layout.persons(), layout.rows(), layout.sample_households(), step.seconds,
                  step.results["persons_per_second"].get<double>(), generate_seconds, write_seconds);
-    report.set_seed_fingerprint(seed.fingerprint());
-    report.add_output(flags.output, "data");
-    if (flags.report) report.write(*flags.report, context.permissions, peaks);
   }
 
   CLI::App* seed_ = nullptr;

@@ -36,10 +36,6 @@ bool sort_by_household(Table& table, std::vector<std::string>& warnings) {
   return false;
 }
 
-double seconds_since(std::chrono::steady_clock::time_point start) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-}
-
 void write_whole_file(const std::filesystem::path& path, const std::filesystem::path& final_path,
                       const std::string& content) {
   std::FILE* file = std::fopen(path.c_str(), "wb");
@@ -103,10 +99,8 @@ class ImportCommand final : public Command {
     for (const auto& text : types_) io::add_type_assignment(options, text);
     options.max_categorical_levels = max_levels_;
     if (delimiter_) options.delimiter = io::parse_delimiter(*delimiter_);
-    io::Hdf5WriteOptions write_options;
-    if (filters_) write_options.filters = io::parse_filters(*filters_);
+    io::Hdf5WriteOptions write_options = data_output_options(context, filters_);
     write_options.chunk_rows = chunk_rows_;
-    write_options.permissions = context.permissions;
     io::ensure_output_directory_writable(output_);
     if (save_schema_) io::ensure_output_directory_writable(*save_schema_);
     if (schema_) options.schema = io::load_schema(*schema_);
@@ -179,7 +173,7 @@ class ImportCommand final : public Command {
         counts[static_cast<std::size_t>(VariableType::kContinuous)],
         counts[static_cast<std::size_t>(VariableType::kId)], megabytes, imported.gzip ? " (gzip)" : "", parse_seconds,
         rate, write_seconds);
-    if (report_) report.write(*report_, context.permissions);
+    report.write(distributed::Communicator::world(), report_);
   }
 
  private:

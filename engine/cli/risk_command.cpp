@@ -127,9 +127,7 @@ class RiskCommand final : public Command {
     const auto comm = distributed::Communicator::world();
     io::ensure_output_is_not_an_input(options_.output, {options_.input});
     io::ensure_output_directory_writable(options_.output);
-    io::Hdf5WriteOptions write_options;
-    write_options.filters = io::parse_filters(options_.filters);
-    write_options.permissions = context.permissions;
+    io::Hdf5WriteOptions write_options = data_output_options(context, options_.filters);
 
     RunReport report(context);
     StepRecord& step = report.add_step("risk");
@@ -161,7 +159,7 @@ class RiskCommand final : public Command {
       step.results = nlohmann::json::parse(earlier_results);
       step.warnings.push_back("resumed: the output was complete from an earlier run with the same input, parameters "
                               "and seed; the step was skipped");
-      finish(comm, context, report, part.summary.row_count, input_digest);
+      finish(comm, report, part.summary.row_count, input_digest);
       return;
     }
 
@@ -188,7 +186,7 @@ class RiskCommand final : public Command {
     if (comm.is_coordinator())
       spdlog::info("risk: {} records, {} equivalence classes, {} sample uniques, {} records in classes below k={}",
                    summary.records, summary.classes, summary.sample_uniques, summary.records_below_k, summary.k);
-    finish(comm, context, report, part.summary.row_count, input_digest);
+    finish(comm, report, part.summary.row_count, input_digest);
   }
 
   void check_variables(const std::vector<VariableInfo>& available, std::vector<std::string>& problems) const override {
@@ -218,14 +216,11 @@ class RiskCommand final : public Command {
   }
 
  private:
-  /// Collective: gathers every rank's peak memory; the coordinator writes the report.
-  void finish(const distributed::Communicator& comm, const RunContext& context, RunReport& report, std::int64_t rows,
-              const std::string& input_digest) const {
-    const auto peaks = comm.all_gather(peak_memory_bytes());
-    if (!comm.is_coordinator()) return;
+  /// Collective: the coordinator writes the report.
+  void finish(const distributed::Communicator& comm, RunReport& report, std::int64_t rows, const std::string& input_digest) const {
     report.set_input(options_.input, rows, input_digest);
     report.add_output(options_.output, "data");
-    if (options_.report) report.write(*options_.report, context.permissions, peaks);
+    report.write(comm, options_.report);
   }
 
   /// Collective: the first missing key value over all ranks is an error naming its variable and row.

@@ -7,6 +7,10 @@
 
 namespace sdc::engine {
 
+double seconds_since(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
 void StepTimer::stop() {
   step_.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
 }
@@ -55,14 +59,14 @@ nlohmann::json RunReport::to_json(const std::vector<std::int64_t>& peak_memory) 
   };
 }
 
-void RunReport::write(const std::filesystem::path& path, io::FilePermissions permissions,
-                      const std::vector<std::int64_t>& peaks) const {
-  const auto memory = peaks.empty() ? std::vector<std::int64_t>{peak_memory_bytes()} : peaks;
+void RunReport::write(const distributed::Communicator& comm, const std::optional<std::filesystem::path>& path) const {
+  const auto peaks = comm.all_gather(peak_memory_bytes());
+  if (!comm.is_coordinator() || !path) return;
   if (context_.report_sink) {
-    context_.report_sink(to_json(memory));
+    context_.report_sink(to_json(peaks));
     return;
   }
-  io::write_file_atomically(path, to_json(memory).dump(2) + "\n", permissions);
+  io::write_file_atomically(*path, to_json(peaks).dump(2) + "\n", context_.permissions);
 }
 
 std::int64_t peak_memory_bytes() {

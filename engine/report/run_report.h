@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "distributed/comm.h"
 #include "engine/cli/command.h"
 
 namespace sdc::engine {
@@ -24,6 +25,9 @@ struct StepRecord {
   std::vector<std::string> warnings;
   double seconds = 0.0;
 };
+
+/// Seconds from `start` to now.
+double seconds_since(std::chrono::steady_clock::time_point start);
 
 /// Measures a step's wall time from construction to stop() into the step's record.
 class StepTimer {
@@ -48,9 +52,9 @@ class RunReport {
 
   /// `peak_memory_bytes` holds one entry per rank; without MPI, this process's peak.
   nlohmann::json to_json(const std::vector<std::int64_t>& peak_memory_bytes) const;
-  /// `peak_memory_bytes`: one entry per rank (gathered by the caller); empty = this process's peak.
-  void write(const std::filesystem::path& path, io::FilePermissions permissions,
-             const std::vector<std::int64_t>& peak_memory_bytes = {}) const;
+  /// Collective: gathers every rank's peak memory; the coordinator writes the report to `path`, when
+  /// given, with the run's --permissions (or hands it to the job that runs this command).
+  void write(const distributed::Communicator& comm, const std::optional<std::filesystem::path>& path) const;
 
  private:
   RunContext context_;

@@ -48,8 +48,8 @@ TEST(AShuffleByStratum, PutsEveryStratumWhollyOnOneRankSortedByStratumAndRowId) 
 
   const StratumAssignment assignment = assign_strata(comm, strata);
   EXPECT_EQ(std::accumulate(assignment.records.begin(), assignment.records.end(), std::int64_t{0}), kRows);
-  std::vector<std::int64_t> sorted_strata;
-  const MovedRows moved = shuffle_by_stratum(comm, part, strata, assignment, &sorted_strata);
+  const MovedRows moved = shuffle_by_stratum(comm, part, strata, assignment);
+  const auto& sorted_strata = moved.tags;
 
   const auto ids = moved.table.require("id").ids();
   const auto values = moved.table.require("value").values();
