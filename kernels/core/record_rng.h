@@ -27,6 +27,10 @@ enum class StepId : std::uint64_t {
   kGeneratePersonEducation = 5,    ///< a person's education, activity and occupation (and partner ages)
   kGeneratePersonIncome = 6,       ///< a person's income and savings
   kGenerateCitizenshipAreas = 7,   ///< home areas of the rare citizenships (unit = citizenship code)
+  // Risk suite (docs/methods bootstrap.md, risk.md).
+  kBootstrapReplicate = 8,   ///< replicate multiplicities (unit = resampling unit or tree node; replicate = b)
+  kBootstrapParametric = 9,  ///< parametric bootstrap: f* drawn from a fitted model (unit = cell; replicate = b)
+  kRiskSimulation = 10,      ///< synthetic populations and samples of the risk estimators' accuracy tests
 };
 
 /// The four counter words. `unit` is a global id: record (row id), household, cell or tree node.
