@@ -85,6 +85,25 @@ std::int64_t Communicator::all_reduce_sum(std::int64_t value) const { return all
 std::int64_t Communicator::all_reduce_max(std::int64_t value) const { return all_reduce(value, MPI_MAX, size_); }
 std::int64_t Communicator::all_reduce_min(std::int64_t value) const { return all_reduce(value, MPI_MIN, size_); }
 
+// MPI counts are int: long arrays are reduced in slices.
+template <typename T>
+static void all_reduce_sum_span(std::span<T> values, MPI_Datatype type, int size) {
+  if (size == 1) return;
+  constexpr std::size_t kSlice = std::size_t{1} << 26;
+  for (std::size_t begin = 0; begin < values.size(); begin += kSlice) {
+    const std::size_t count = std::min(kSlice, values.size() - begin);
+    check(MPI_Allreduce(MPI_IN_PLACE, values.data() + begin, static_cast<int>(count), type, MPI_SUM, MPI_COMM_WORLD),
+          "MPI_Allreduce");
+  }
+}
+
+void Communicator::all_reduce_sum(std::span<std::uint64_t> values) const {
+  all_reduce_sum_span(values, MPI_UINT64_T, size_);
+}
+void Communicator::all_reduce_sum(std::span<std::int64_t> values) const {
+  all_reduce_sum_span(values, MPI_INT64_T, size_);
+}
+
 std::vector<std::vector<std::byte>> Communicator::all_gather_bytes(std::span<const std::byte> bytes) const {
   std::vector<std::vector<std::byte>> send(static_cast<std::size_t>(size_),
                                            std::vector<std::byte>(bytes.begin(), bytes.end()));

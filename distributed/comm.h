@@ -47,6 +47,10 @@ class Communicator {
   std::int64_t all_reduce_sum(std::int64_t value) const;
   std::int64_t all_reduce_max(std::int64_t value) const;
   std::int64_t all_reduce_min(std::int64_t value) const;
+  /// Element-wise sums of integer arrays of equal length on every rank, in place (integer sums: the
+  /// same result for any reduction order).
+  void all_reduce_sum(std::span<std::uint64_t> values) const;
+  void all_reduce_sum(std::span<std::int64_t> values) const;
   /// Every rank's `bytes`, in rank order (sizes may differ).
   std::vector<std::vector<std::byte>> all_gather_bytes(std::span<const std::byte> bytes) const;
   /// Personalised all-to-all: send[r] goes to rank r; returns what each rank sent here, by source.

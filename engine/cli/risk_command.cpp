@@ -1,19 +1,28 @@
-// `sdc risk`: disclosure risk of categorical key variables. Today: sample frequency counts fk, their
-// weighted counterparts (Fk in sdcMicro) and k-anonymity, per record and in the report.
+// `sdc risk`: disclosure risk of categorical key variables (docs/risk.md): sample frequency counts fk,
+// their weighted counterparts (Fk in sdcMicro), k-anonymity, Benedetti–Franconi individual risk,
+// household risk, global risk with the threshold for a target, and l-diversity of sensitive variables,
+// per record and in the report.
 
 #include <spdlog/spdlog.h>
+#include <tbb/parallel_for.h>
 
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <limits>
 #include <map>
+#include <set>
 
 #include "distributed/compose/frequency_count.h"
+#include "distributed/compose/l_diversity.h"
+#include "distributed/compose/risk_merges.h"
 #include "engine/checkpoint.h"
 #include "engine/cli/commands.h"
 #include "engine/partitioned_table.h"
 #include "engine/report/run_report.h"
 #include "kernels/core/error.h"
+#include "kernels/risk/household_risk.h"
+#include "kernels/risk/individual_risk.h"
 
 namespace sdc::engine {
 namespace {
@@ -29,6 +38,13 @@ struct RiskOptions {
   std::optional<std::string> household;
   std::int64_t k_anonymity = 3;
   MissingKeys missing = MissingKeys::kReject;
+  IndividualRiskMethod risk_method = IndividualRiskMethod::kApprox;
+  Mode mode = Mode::kNative;
+  double qual = 1.0;
+  double global_risk_target = 0.01;
+  std::vector<std::string> sensitive;
+  std::int64_t l_diversity = 2;
+  double l_recursion_constant = 2.0;
   std::string filters = "shuffle,deflate=1";
   bool resume = false;
 };
@@ -51,6 +67,28 @@ class PhaseClock {
 constexpr const char* kFk = "fk";
 constexpr const char* kFkWeighted = "fk_weighted";
 constexpr const char* kViolation = "violates_k_anonymity";
+constexpr const char* kIndividualRisk = "individual_risk";
+constexpr const char* kHouseholdRisk = "household_risk";
+constexpr const char* kAboveThreshold = "exceeds_risk_threshold";
+
+/// The k of the report's violation table: 2, 3 and 5, as sdcMicro prints them, and the user's k.
+std::vector<std::int64_t> reported_ks(std::int64_t k) {
+  std::set<std::int64_t> ks{2, 3, 5, k};
+  return {ks.begin(), ks.end()};
+}
+
+/// The probabilities of the report's individual-risk quantiles.
+constexpr double kRiskQuantiles[] = {0.0, 0.25, 0.5, 0.75, 0.9, 0.99, 1.0};
+
+std::string l_column(const std::string& measure, const std::string& sensitive) { return "l_" + measure + "." + sensitive; }
+
+VariableInfo new_variable(std::string name, VariableType type, std::vector<std::string> levels = {}) {
+  VariableInfo variable;
+  variable.name = std::move(name);
+  variable.type = type;
+  variable.levels = std::move(levels);
+  return variable;
+}
 
 KeyColumns key_columns(const Table& table, const std::vector<std::string>& names) {
   KeyColumns keys;
@@ -72,42 +110,74 @@ void check_weights(const Table& table, const std::string& name) {
   }
 }
 
-/// The input's variables, less any earlier risk columns (a rerun replaces them), plus the new ones.
-Table output_table(Table&& input, distributed::DistributedFrequencies&& frequencies, std::int64_t k, std::vector<std::string>& warnings) {
+/// The input's variables, less any that this step produces (a rerun replaces them), plus the new ones.
+Table output_table(Table&& input, std::vector<Column>&& added, std::vector<std::string>& warnings) {
   Table out(input.source(), input.row_count(), input.first_row_id());
   for (Column& column : input.mutable_columns()) {
-    if (column.name() == kFk || column.name() == kFkWeighted || column.name() == kViolation) {
+    const bool replaced =
+        std::any_of(added.begin(), added.end(), [&](const Column& a) { return a.name() == column.name(); });
+    if (replaced) {
       warnings.push_back("the input's variable '" + column.name() + "' is replaced by this step's");
       continue;
     }
     out.add_column(std::move(column));
   }
-  std::vector<std::int32_t> violates(frequencies.records.fk.size());
-  for (std::size_t i = 0; i < violates.size(); ++i) violates[i] = frequencies.records.fk[i] < static_cast<double>(k) ? 1 : 0;
-  const auto info = [](const char* name, std::vector<std::string> levels = {}) {
-    VariableInfo variable;
-    variable.name = name;
-    variable.levels = std::move(levels);
-    return variable;
-  };
-  out.add_column(Column::continuous(info(kFk), std::move(frequencies.records.fk)));
-  out.add_column(Column::continuous(info(kFkWeighted), std::move(frequencies.records.fk_weighted)));
-  out.add_column(Column::categorical(info(kViolation, {"false", "true"}), std::move(violates)));
+  for (Column& column : added) out.add_column(std::move(column));
   return out;
+}
+
+/// Individual risks of the records, in parallel blocks (the map is element-wise, so blocks change
+/// nothing). Records stand for their classes: every record of a class has its f and F.
+IndividualRiskResult record_individual_risk(std::span<const double> fk, std::span<const double> fk_weighted,
+                                            const IndividualRiskOptions& options) {
+  constexpr std::size_t kBlock = std::size_t{1} << 16;
+  const std::size_t blocks = (fk.size() + kBlock - 1) / kBlock;
+  std::vector<IndividualRiskResult> parts(blocks);
+  tbb::parallel_for(std::size_t{0}, blocks, [&](std::size_t b) {
+    const std::size_t begin = b * kBlock;
+    const std::size_t size = std::min(kBlock, fk.size() - begin);
+    parts[b] = individual_risk(fk.subspan(begin, size),
+                               options.weighted ? fk_weighted.subspan(begin, size) : std::span<const double>(), options);
+  });
+  IndividualRiskResult result;
+  result.risk.reserve(fk.size());
+  for (std::size_t b = 0; b < blocks; ++b) {
+    const std::size_t begin = b * kBlock;
+    if (parts[b].invalid_class) {
+      result.invalid_class = begin + *parts[b].invalid_class;
+      result.risk.clear();
+      return result;
+    }
+    if (parts[b].first_non_integer_zero_class && !result.first_non_integer_zero_class)
+      result.first_non_integer_zero_class = begin + *parts[b].first_non_integer_zero_class;
+    result.non_integer_zero_classes += parts[b].non_integer_zero_classes;
+    result.risk.insert(result.risk.end(), parts[b].risk.begin(), parts[b].risk.end());
+  }
+  return result;
+}
+
+nlohmann::json global_risk_json(const GlobalRisk& risk) {
+  return {{"expected_reidentifications", risk.expected_reidentifications},
+          {"global_risk", risk.risk},
+          {"global_risk_percent", risk.percent}};
 }
 
 class RiskCommand final : public Command {
  public:
   CLI::App* add_to(CLI::App& parent) override {
-    auto* app = parent.add_subcommand("risk", "disclosure risk of key variables: fk, fk_weighted (Fk), k-anonymity");
+    auto* app = parent.add_subcommand(
+        "risk", "disclosure risk of key variables: fk, fk_weighted (Fk), k-anonymity, individual, household and "
+                "global risk, l-diversity");
     add_input_option(*app, options_.input);
     add_output_option(*app, options_.output);
     add_report_option(*app, options_.report);
     add_variable_list_option(*app, "--keys", options_.keys, "categorical key variables (quasi-identifiers)")->required();
-    app->add_option("--weight", options_.weight, "sampling weight variable; without it fk_weighted equals fk")
+    app->add_option("--weight", options_.weight,
+                    "sampling weight variable; without it fk_weighted equals fk and the individual risk is 1/fk")
         ->type_name("VAR");
     app->add_option("--household", options_.household,
-                    "household id variable: ranks split the file between households (the file must be sorted by it)")
+                    "household id variable: ranks split the file between households (the file must be sorted by it); "
+                    "adds the household risk")
         ->type_name("VAR");
     app->add_option("--k-anonymity", options_.k_anonymity, "a record violates k-anonymity when its fk is below K")
         ->check(whole_number_at_least(1))
@@ -117,6 +187,30 @@ class RiskCommand final : public Command {
                     "missing key values: reject (an error naming the first one) or category (missing is a level of its own)")
         ->transform(CLI::CheckedTransformer(missing, CLI::ignore_case))
         ->type_name("reject|category");
+    const std::map<std::string, IndividualRiskMethod> methods{{"approx", IndividualRiskMethod::kApprox},
+                                                              {"exact", IndividualRiskMethod::kExact}};
+    app->add_option("--risk-method", options_.risk_method,
+                    "individual risk for fk > 2: approx (p/(f-q), sdcMicro's default) or exact (the integral)")
+        ->transform(CLI::CheckedTransformer(methods, CLI::ignore_case))
+        ->type_name("approx|exact");
+    add_mode_option(*app, options_.mode);
+    app->add_option("--qual", options_.qual, "final correction factor of the individual risk (sdcMicro qual)")
+        ->check(CLI::Range(0.0, 1.0))
+        ->type_name("Q");
+    app->add_option("--global-risk-target", options_.global_risk_target,
+                    "target global risk: the report gives the individual-risk threshold that meets it, and records "
+                    "above it are flagged")
+        ->check(CLI::Range(std::nextafter(0.0, 1.0), std::nextafter(1.0, 0.0)))
+        ->type_name("RHO");
+    add_variable_list_option(*app, "--sensitive", options_.sensitive,
+                             "categorical sensitive variables: l-diversity of each within the key classes");
+    app->add_option("--l-diversity", options_.l_diversity,
+                    "the report counts classes whose distinct l-diversity is below L")
+        ->check(whole_number_at_least(1))
+        ->type_name("L");
+    app->add_option("--l-recursion-constant", options_.l_recursion_constant, "c of recursive (c,l)-diversity")
+        ->check(CLI::PositiveNumber)
+        ->type_name("C");
     app->add_option("--filters", options_.filters, "HDF5 filters of the output: none, shuffle, deflate=N or shuffle,deflate=N");
     app->add_flag("--resume", options_.resume,
                   "skip the step when the output exists and was made from the same input, parameters and seed");
@@ -132,11 +226,7 @@ class RiskCommand final : public Command {
     RunReport report(context);
     StepRecord& step = report.add_step("risk");
     StepTimer timer(step);
-    step.parameters = {{"keys", options_.keys},
-                       {"weight", options_.weight ? nlohmann::json(*options_.weight) : nlohmann::json(nullptr)},
-                       {"household", options_.household ? nlohmann::json(*options_.household) : nlohmann::json(nullptr)},
-                       {"k-anonymity", options_.k_anonymity},
-                       {"missing", options_.missing == MissingKeys::kReject ? "reject" : "category"}};
+    step.parameters = parameters();
 
     PhaseClock clock(comm.is_coordinator());
     TablePart part = read_partitioned(comm, options_.input, options_.household);
@@ -163,29 +253,123 @@ class RiskCommand final : public Command {
       return;
     }
 
-    const KeyColumns keys = key_columns(part.table, options_.keys);
-    if (options_.weight) check_weights(part.table, *options_.weight);
-    if (options_.missing == MissingKeys::kReject) reject_missing_keys(comm, part.table, keys);
+    const Table& table = part.table;
+    const KeyColumns keys = key_columns(table, options_.keys);
+    if (options_.weight) check_weights(table, *options_.weight);
+    if (options_.missing == MissingKeys::kReject) reject_missing_keys(comm, table, keys);
     const std::span<const double> weights =
-        options_.weight ? part.table.require(*options_.weight).values() : std::span<const double>();
+        options_.weight ? table.require(*options_.weight).values() : std::span<const double>();
 
-    distributed::DistributedFrequencies frequencies = distributed::distributed_frequency_count(comm, keys, weights, options_.k_anonymity);
+    distributed::DistributedFrequencies frequencies =
+        distributed::distributed_frequency_count(comm, keys, weights, options_.k_anonymity);
     clock.lap("frequency counts");
     const FrequencySummary summary = frequencies.summary;
-    Table out = output_table(std::move(part.table), std::move(frequencies), options_.k_anonymity, step.warnings);
     step.results = {{"records", summary.records},
                     {"equivalence_classes", summary.classes},
                     {"sample_uniques", summary.sample_uniques},
                     {"records_below_k", summary.records_below_k},
                     {"classes_below_k", summary.classes_below_k},
                     {"k", summary.k}};
+    step.results["k_anonymity"] = k_anonymity_table(comm, frequencies.records.fk);
+
+    std::vector<Column> added;
+    std::vector<std::int32_t> violates(frequencies.records.fk.size());
+    for (std::size_t i = 0; i < violates.size(); ++i)
+      violates[i] = frequencies.records.fk[i] < static_cast<double>(options_.k_anonymity) ? 1 : 0;
+
+    // Individual risk, its global sum, quantiles and threshold.
+    IndividualRiskOptions risk_options;
+    risk_options.method = options_.risk_method;
+    risk_options.mode = options_.mode == Mode::kCompat ? RiskMode::kCompat : RiskMode::kNative;
+    risk_options.qual = options_.qual;
+    risk_options.weighted = options_.weight.has_value();
+    IndividualRiskResult individual =
+        record_individual_risk(frequencies.records.fk, frequencies.records.fk_weighted, risk_options);
+    reject_invalid_classes(comm, table, individual, frequencies.records);
+    warn_non_integer_classes(comm, individual, step.warnings);
+    clock.lap("individual risk");
+    const std::vector<double>& risk = individual.risk;
+    const GlobalRisk global = distributed::distributed_global_risk(comm, risk);
+    nlohmann::json individual_json = global_risk_json(global);
+    individual_json["method"] = options_.risk_method == IndividualRiskMethod::kExact ? "exact" : "approx";
+    individual_json["qual"] = options_.qual;
+    individual_json["quantiles"] = risk_quantiles(comm, risk);
+    step.results["individual_risk"] = individual_json;
+
+    const bool risks_are_numbers = comm.all_reduce_sum(static_cast<std::int64_t>(
+                                       std::count_if(risk.begin(), risk.end(), [](double r) { return std::isnan(r); }))) == 0;
+    std::vector<std::int32_t> above(risk.size(), 0);
+    if (risks_are_numbers) {
+      const RiskThreshold threshold = distributed::distributed_risk_threshold(comm, risk, options_.global_risk_target);
+      std::int64_t records_above = 0;
+      if (!threshold.already_safe) {
+        for (std::size_t i = 0; i < risk.size(); ++i) above[i] = risk[i] > threshold.threshold ? 1 : 0;
+        records_above = std::count(above.begin(), above.end(), 1);
+      }
+      step.results["risk_threshold"] = {
+          {"target", options_.global_risk_target},
+          {"threshold", threshold.already_safe ? nlohmann::json(nullptr) : nlohmann::json(threshold.threshold)},
+          {"already_safe", threshold.already_safe},
+          {"records_above", comm.all_reduce_sum(records_above)}};
+    } else {
+      step.warnings.push_back("some individual risks are not numbers (compat mode with weights below 1): no risk "
+                              "threshold is computed");
+    }
+    clock.lap("global risk and threshold");
+
+    std::optional<std::vector<double>> household;
+    if (options_.household) {
+      household = household_risk(table.require(*options_.household, VariableType::kId).ids(), risk, risk_options.mode);
+      step.results["household_risk"] = global_risk_json(distributed::distributed_global_risk(comm, *household));
+      clock.lap("household risk");
+    }
+
+    nlohmann::json l_json = nlohmann::json::object();
+    std::vector<Column> l_columns;
+    for (const auto& name : options_.sensitive) {
+      LDiversityOptions l_options;
+      l_options.c = options_.l_recursion_constant;
+      l_options.compat = options_.mode == Mode::kCompat;
+      const auto l = distributed::distributed_l_diversity(
+          comm, keys, table.require(name, VariableType::kCategorical).codes(), l_options, options_.l_diversity);
+      l_json[name] = {{"classes", l.classes},
+                      {"min_distinct", l.min_distinct},
+                      {"min_entropy", l.min_entropy},
+                      {"min_recursive", l.min_recursive},
+                      {"l", options_.l_diversity},
+                      {"classes_distinct_below_l", l.classes_distinct_below},
+                      {"records_distinct_below_l", l.records_distinct_below}};
+      std::vector<double> distinct(l.records.distinct.begin(), l.records.distinct.end());
+      std::vector<double> recursive(l.records.recursive.begin(), l.records.recursive.end());
+      l_columns.push_back(Column::continuous(new_variable(l_column("distinct", name), VariableType::kContinuous), std::move(distinct)));
+      l_columns.push_back(Column::continuous(new_variable(l_column("entropy", name), VariableType::kContinuous),
+                                             std::vector<double>(l.records.entropy)));
+      l_columns.push_back(Column::continuous(new_variable(l_column("recursive", name), VariableType::kContinuous), std::move(recursive)));
+    }
+    if (!options_.sensitive.empty()) {
+      step.results["l_diversity"] = l_json;
+      clock.lap("l-diversity");
+    }
+
+    added.push_back(Column::continuous(new_variable(kFk, VariableType::kContinuous), std::move(frequencies.records.fk)));
+    added.push_back(Column::continuous(new_variable(kFkWeighted, VariableType::kContinuous),
+                                       std::move(frequencies.records.fk_weighted)));
+    added.push_back(Column::categorical(new_variable(kViolation, VariableType::kCategorical, {"false", "true"}), std::move(violates)));
+    added.push_back(Column::continuous(new_variable(kIndividualRisk, VariableType::kContinuous), std::move(individual.risk)));
+    added.push_back(Column::categorical(new_variable(kAboveThreshold, VariableType::kCategorical, {"false", "true"}), std::move(above)));
+    if (household) added.push_back(Column::continuous(new_variable(kHouseholdRisk, VariableType::kContinuous), std::move(*household)));
+    for (Column& column : l_columns) added.push_back(std::move(column));
+
+    Table out = output_table(std::move(part.table), std::move(added), step.warnings);
     write_options.provenance.step_results = step.results.dump();
     write_partitioned(comm, std::move(out), options_.output, write_options);
     clock.lap("write");
     timer.stop();
     if (comm.is_coordinator())
-      spdlog::info("risk: {} records, {} equivalence classes, {} sample uniques, {} records in classes below k={}",
-                   summary.records, summary.classes, summary.sample_uniques, summary.records_below_k, summary.k);
+      spdlog::info("risk: {} records, {} equivalence classes, {} sample uniques, {} records in classes below k={}, "
+                   "{:.2f} expected re-identifications",
+                   summary.records, summary.classes, summary.sample_uniques, summary.records_below_k, summary.k,
+                   global.expected_reidentifications);
     finish(comm, report, part.summary.row_count, input_digest);
   }
 
@@ -199,23 +383,101 @@ class RiskCommand final : public Command {
                            ", expected " + std::string(to_string(type)));
     };
     for (const auto& key : options_.keys) expect(key, VariableType::kCategorical, "keys");
+    for (const auto& name : options_.sensitive) expect(name, VariableType::kCategorical, "sensitive");
     if (options_.weight) expect(*options_.weight, VariableType::kContinuous, "weight");
     if (options_.household) expect(*options_.household, VariableType::kId, "household");
   }
 
   std::vector<VariableInfo> added_variables() const override {
-    std::vector<VariableInfo> added(3);
-    added[0].name = kFk;
-    added[0].type = VariableType::kContinuous;
-    added[1].name = kFkWeighted;
-    added[1].type = VariableType::kContinuous;
-    added[2].name = kViolation;
-    added[2].type = VariableType::kCategorical;
-    added[2].levels = {"false", "true"};
+    std::vector<VariableInfo> added{new_variable(kFk, VariableType::kContinuous),
+                                    new_variable(kFkWeighted, VariableType::kContinuous),
+                                    new_variable(kViolation, VariableType::kCategorical, {"false", "true"}),
+                                    new_variable(kIndividualRisk, VariableType::kContinuous),
+                                    new_variable(kAboveThreshold, VariableType::kCategorical, {"false", "true"})};
+    if (options_.household) added.push_back(new_variable(kHouseholdRisk, VariableType::kContinuous));
+    for (const auto& name : options_.sensitive)
+      for (const char* measure : {"distinct", "entropy", "recursive"})
+        added.push_back(new_variable(l_column(measure, name), VariableType::kContinuous));
     return added;
   }
 
  private:
+  nlohmann::json parameters() const {
+    const auto optional = [](const std::optional<std::string>& v) { return v ? nlohmann::json(*v) : nlohmann::json(nullptr); };
+    return {{"keys", options_.keys},
+            {"weight", optional(options_.weight)},
+            {"household", optional(options_.household)},
+            {"k-anonymity", options_.k_anonymity},
+            {"missing", options_.missing == MissingKeys::kReject ? "reject" : "category"},
+            {"risk-method", options_.risk_method == IndividualRiskMethod::kExact ? "exact" : "approx"},
+            {"mode", options_.mode == Mode::kCompat ? "compat" : "native"},
+            {"qual", options_.qual},
+            {"global-risk-target", options_.global_risk_target},
+            {"sensitive", options_.sensitive},
+            {"l-diversity", options_.l_diversity},
+            {"l-recursion-constant", options_.l_recursion_constant}};
+  }
+
+  /// Collective: records and classes below each reported k. A class of f records contributes f records
+  /// with fk = f, so the classes below k are Σ_{f < k} (records with fk = f) / f, exactly.
+  nlohmann::json k_anonymity_table(const distributed::Communicator& comm, std::span<const double> fk) const {
+    const std::vector<std::int64_t> ks = reported_ks(options_.k_anonymity);
+    const std::int64_t largest = ks.back();
+    std::vector<std::int64_t> records_with_f(static_cast<std::size_t>(largest), 0);  // index f, f < largest
+    for (double f : fk)
+      if (f < static_cast<double>(largest)) ++records_with_f[static_cast<std::size_t>(f)];
+    comm.all_reduce_sum(std::span<std::int64_t>(records_with_f));
+    nlohmann::json table = nlohmann::json::array();
+    for (std::int64_t k : ks) {
+      std::int64_t records = 0;
+      std::int64_t classes = 0;
+      for (std::int64_t f = 1; f < k; ++f) {
+        records += records_with_f[static_cast<std::size_t>(f)];
+        classes += records_with_f[static_cast<std::size_t>(f)] / f;
+      }
+      table.push_back({{"k", k}, {"records_below_k", records}, {"classes_below_k", classes}});
+    }
+    return table;
+  }
+
+  /// Collective: exact quantiles of all ranks' individual risks (type 7), without gathering them.
+  static nlohmann::json risk_quantiles(const distributed::Communicator& comm, std::span<const double> risk) {
+    const SampleQuantiles quantiles = distributed::distributed_exact_quantiles(comm, risk, kRiskQuantiles);
+    nlohmann::json out = nlohmann::json::array();
+    for (std::size_t q = 0; q < quantiles.values.size(); ++q)
+      out.push_back({{"p", kRiskQuantiles[q]},
+                     {"value", std::isnan(quantiles.values[q]) ? nlohmann::json(nullptr) : nlohmann::json(quantiles.values[q])}});
+    return out;
+  }
+
+  /// Collective: native mode stops at the first record (over all ranks) whose class the model cannot take.
+  void reject_invalid_classes(const distributed::Communicator& comm, const Table& table,
+                              const IndividualRiskResult& individual, const RecordFrequencies& records) const {
+    const std::int64_t local_row = individual.invalid_class
+                                       ? table.first_row_id() + static_cast<std::int64_t>(*individual.invalid_class)
+                                       : std::numeric_limits<std::int64_t>::max();
+    const std::int64_t first_row = comm.all_reduce_min(local_row);
+    if (first_row == std::numeric_limits<std::int64_t>::max()) return;
+    std::string detail = "its class";
+    if (individual.invalid_class && local_row == first_row) {
+      const std::size_t i = *individual.invalid_class;
+      detail = "its class (fk = " + std::to_string(static_cast<std::int64_t>(records.fk[i])) + ")";
+    }
+    throw InvalidInput(options_.input.string() + ": variable '" + options_.weight.value_or("weight") + "', row id " +
+                       std::to_string(first_row) + ": " + detail +
+                       " has a weighted count below its sample count (weights below 1), which the individual risk "
+                       "model cannot take; give --mode compat to compute it as sdcMicro does");
+  }
+
+  /// Collective: native mode warns about classes that get risk 0 by the reference's non-integer quirk.
+  static void warn_non_integer_classes(const distributed::Communicator& comm, const IndividualRiskResult& individual,
+                                       std::vector<std::string>& warnings) {
+    const std::int64_t records = comm.all_reduce_sum(individual.non_integer_zero_classes);
+    if (records > 0)
+      warnings.push_back(std::to_string(records) +
+                         " records have a non-integer fk below 2 other than 1 and get individual risk 0, as in sdcMicro");
+  }
+
   /// Collective: the coordinator writes the report.
   void finish(const distributed::Communicator& comm, RunReport& report, std::int64_t rows, const std::string& input_digest) const {
     report.set_input(options_.input, rows, input_digest);

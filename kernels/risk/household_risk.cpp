@@ -5,6 +5,9 @@
 #include <functional>
 #include <string>
 
+#include <absl/container/flat_hash_map.h>
+#include <tbb/parallel_for.h>
+
 #include "kernels/core/error.h"
 
 namespace sdc {
@@ -15,6 +18,33 @@ void add_product(ExactSum& sum, double a, double b) {
   const double high = a * b;
   sum.add(high);
   sum.add(std::fma(a, b, -high));
+}
+
+// Blocks of records worked on by one task; results are combined exactly or as integer counts, so the
+// block size only affects speed.
+constexpr std::size_t kRecordBlock = std::size_t{1} << 18;
+
+std::size_t block_count(std::size_t records) { return (records + kRecordBlock - 1) / kRecordBlock; }
+
+std::span<const double> block(std::span<const double> values, std::size_t b) {
+  const std::size_t begin = b * kRecordBlock;
+  return values.subspan(begin, std::min(kRecordBlock, values.size() - begin));
+}
+
+RiskHistogram histogram_of_block(std::span<const double> risk) {
+  // Few distinct values among many records: count by value, then sort the distinct values only.
+  absl::flat_hash_map<double, std::int64_t> counts;
+  for (double r : risk) ++counts[r == 0.0 ? 0.0 : r];  // -0.0 counts as 0.0
+  std::vector<std::pair<double, std::int64_t>> pairs(counts.begin(), counts.end());
+  std::sort(pairs.begin(), pairs.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
+  RiskHistogram histogram;
+  histogram.values.reserve(pairs.size());
+  histogram.counts.reserve(pairs.size());
+  for (const auto& [value, count] : pairs) {
+    histogram.values.push_back(value);
+    histogram.counts.push_back(count);
+  }
+  return histogram;
 }
 
 }  // namespace
@@ -50,8 +80,12 @@ void GlobalRiskPartial::merge(const GlobalRiskPartial& other) {
 }
 
 GlobalRiskPartial global_risk_local(std::span<const double> risk) {
+  std::vector<ExactSum> sums(block_count(risk.size()));
+  tbb::parallel_for(std::size_t{0}, sums.size(), [&](std::size_t b) {
+    for (double r : block(risk, b)) sums[b].add(r);
+  });
   GlobalRiskPartial partial;
-  for (double r : risk) partial.expected.add(r);
+  for (const ExactSum& sum : sums) partial.expected.merge(sum);
   partial.records = static_cast<std::int64_t>(risk.size());
   return partial;
 }
@@ -69,17 +103,17 @@ GlobalRisk global_risk_finalize(const GlobalRiskPartial& total) {
 }
 
 RiskHistogram risk_histogram_local(std::span<const double> risk) {
-  std::vector<double> sorted(risk.begin(), risk.end());
-  std::sort(sorted.begin(), sorted.end(), std::greater<>());
-  RiskHistogram histogram;
-  for (double r : sorted) {
-    if (histogram.values.empty() || histogram.values.back() != r) {
-      histogram.values.push_back(r);
-      histogram.counts.push_back(0);
-    }
-    ++histogram.counts.back();
+  std::vector<RiskHistogram> round(block_count(risk.size()));
+  if (round.empty()) return {};
+  tbb::parallel_for(std::size_t{0}, round.size(), [&](std::size_t b) { round[b] = histogram_of_block(block(risk, b)); });
+  while (round.size() > 1) {
+    std::vector<RiskHistogram> next((round.size() + 1) / 2);
+    tbb::parallel_for(std::size_t{0}, next.size(), [&](std::size_t i) {
+      next[i] = 2 * i + 1 < round.size() ? risk_histogram_merge(round[2 * i], round[2 * i + 1]) : std::move(round[2 * i]);
+    });
+    round = std::move(next);
   }
-  return histogram;
+  return std::move(round.front());
 }
 
 RiskHistogram risk_histogram_merge(const RiskHistogram& a, const RiskHistogram& b) {

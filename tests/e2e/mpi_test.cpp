@@ -49,7 +49,8 @@ class AnMpiRun : public ::testing::Test {
 
   std::vector<std::string> risk_args(const std::string& output) const {
     return {"risk", "--input", (dir_ / "persons.h5").string(), "--output", (dir_ / output).string(),
-            "--keys", "region,sex,age,marstat", "--weight", "weight", "--household", "hid", "--k-anonymity", "3",
+            "--keys", "region,sex,age", "--sensitive", "marstat", "--weight", "weight", "--household", "hid",
+            "--k-anonymity", "3",
             "--report", (dir_ / (output + ".json")).string()};
   }
 

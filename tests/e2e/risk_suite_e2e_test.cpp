@@ -1,0 +1,197 @@
+// `sdc risk` beyond the counts: individual, household and global risk, the threshold for a target
+// global risk, k-anonymity per k and l-diversity, against the oracles of docs/methods risk.md §11.
+
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include <sstream>
+
+#include "tests/support/sdc_process.h"
+
+namespace sdc::testing {
+namespace {
+
+std::vector<std::vector<std::string>> read_csv(const std::filesystem::path& path) {
+  std::vector<std::vector<std::string>> rows;
+  std::istringstream in(read_text(path));
+  std::string line;
+  while (std::getline(in, line)) {
+    std::vector<std::string> fields;
+    std::string field;
+    std::istringstream parts(line);
+    while (std::getline(parts, field, ',')) fields.push_back(field);
+    rows.push_back(fields);
+  }
+  return rows;
+}
+
+std::vector<double> numbers(const std::vector<std::vector<std::string>>& rows, const std::string& name) {
+  const auto& header = rows.at(0);
+  const auto it = std::find(header.begin(), header.end(), name);
+  EXPECT_NE(it, header.end()) << name;
+  if (it == header.end()) return {};
+  const auto index = static_cast<std::size_t>(it - header.begin());
+  std::vector<double> values;
+  for (std::size_t r = 1; r < rows.size(); ++r) values.push_back(std::stod(rows[r].at(index)));
+  return values;
+}
+
+void expect_near(const std::vector<double>& actual, const std::vector<double>& expected, double tolerance) {
+  ASSERT_EQ(actual.size(), expected.size());
+  for (std::size_t i = 0; i < expected.size(); ++i) EXPECT_NEAR(actual[i], expected[i], tolerance) << "record " << i + 1;
+}
+
+/// risk.md oracle "E francdat" with its household ids (1,1,2,2,2,3,4,4).
+constexpr const char* kFrancdat =
+    "hid,Key1,Key2,Key3,Key4,w\n"
+    "1,1,2,5,1,18\n1,1,2,1,1,45.5\n2,1,2,1,1,39\n2,3,3,1,5,17\n2,4,3,1,4,541\n3,4,3,1,1,8\n4,6,2,1,5,5\n4,1,2,5,1,92\n";
+
+class Francdat : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    write_text(dir_ / "f.csv", kFrancdat);
+    const auto imported = run_sdc({"import", (dir_ / "f.csv").string(), "-o", (dir_ / "f.h5").string(), "--role",
+                                   "household=hid", "--role", "weight=w", "--role", "key=Key1,Key2,Key3,Key4"});
+    ASSERT_EQ(imported.exit_code, 0) << imported.err;
+  }
+
+  /// Runs sdc risk with `flags`, exports the output and returns its rows and the step's results.
+  std::pair<std::vector<std::vector<std::string>>, nlohmann::json> risk(const std::vector<std::string>& flags) {
+    std::vector<std::string> args{"risk", "-i", (dir_ / "f.h5").string(), "-o", (dir_ / "r.h5").string(), "--keys",
+                                  "Key1,Key2,Key3,Key4", "--weight", "w", "--report", (dir_ / "r.json").string()};
+    args.insert(args.end(), flags.begin(), flags.end());
+    const auto result = run_sdc(args);
+    EXPECT_EQ(result.exit_code, 0) << result.err;
+    EXPECT_EQ(validate_report(dir_ / "r.json"), "");
+    EXPECT_EQ(run_sdc({"export", (dir_ / "r.h5").string(), "-o", (dir_ / "r.csv").string()}).exit_code, 0);
+    return {read_csv(dir_ / "r.csv"), nlohmann::json::parse(read_text(dir_ / "r.json"))["steps"][0]["results"]};
+  }
+
+  TempDir dir_;
+};
+
+TEST_F(Francdat, GivesTheIndividualAndGlobalRiskOfTheOracle) {
+  const auto [rows, results] = risk({});
+  expect_near(numbers(rows, "individual_risk"),
+              {0.01714426, 0.02204233, 0.02204233, 0.17707583, 0.01165448, 0.29706308, 0.40235948, 0.01714426}, 5e-9);
+  EXPECT_NEAR(results["individual_risk"]["expected_reidentifications"].get<double>(), 0.966526, 5e-7);
+  EXPECT_NEAR(results["individual_risk"]["global_risk"].get<double>(), 0.1208158, 5e-8);
+  EXPECT_EQ(results["individual_risk"]["method"], "approx");
+  // Exact quantiles of the eight risks, type 7: the minimum, median and maximum.
+  const auto& quantiles = results["individual_risk"]["quantiles"];
+  EXPECT_EQ(quantiles[0]["p"], 0.0);
+  EXPECT_NEAR(quantiles[0]["value"].get<double>(), 0.01165448, 5e-9);
+  EXPECT_NEAR(quantiles[2]["value"].get<double>(), (0.02204233 + 0.02204233) / 2, 5e-9);
+  EXPECT_NEAR(quantiles[6]["value"].get<double>(), 0.40235948, 5e-9);
+}
+
+TEST_F(Francdat, GivesTheHouseholdRiskOfTheOracle) {
+  const auto [rows, results] = risk({"--household", "hid"});
+  expect_near(numbers(rows, "household_risk"),
+              {0.03880869, 0.03880869, 0.20459435, 0.20459435, 0.20459435, 0.29706308, 0.41260558, 0.41260558}, 5e-9);
+  EXPECT_NEAR(results["household_risk"]["expected_reidentifications"].get<double>(), 1.8136747, 5e-8);
+  EXPECT_NEAR(results["household_risk"]["global_risk"].get<double>(), 0.2267093, 5e-8);
+}
+
+TEST_F(Francdat, GivesTheThresholdsOfTheOracleAndFlagsTheRecordsAbove) {
+  {
+    const auto [rows, results] = risk({"--global-risk-target", "0.05"});
+    EXPECT_NEAR(results["risk_threshold"]["threshold"].get<double>(), 0.02204233, 5e-9);
+    EXPECT_EQ(results["risk_threshold"]["records_above"], 3);
+    // Risks above 0.02204233: records 4, 6 and 7 (0.177, 0.297, 0.402).
+    const auto flag = static_cast<std::size_t>(std::find(rows[0].begin(), rows[0].end(), "exceeds_risk_threshold") - rows[0].begin());
+    std::vector<std::string> flags;
+    for (std::size_t r = 1; r < rows.size(); ++r) flags.push_back(rows[r].at(flag));
+    EXPECT_EQ(flags, (std::vector<std::string>{"false", "false", "false", "true", "false", "true", "true", "false"}));
+  }
+  {
+    const auto [rows, results] = risk({"--global-risk-target", "0.10"});
+    EXPECT_NEAR(results["risk_threshold"]["threshold"].get<double>(), 0.1770758, 5e-8);
+    EXPECT_EQ(results["risk_threshold"]["records_above"], 2);
+  }
+  {
+    const auto [rows, results] = risk({"--global-risk-target", "0.01"});
+    EXPECT_EQ(results["risk_threshold"]["threshold"].get<double>(), 0.0);
+    EXPECT_FALSE(results["risk_threshold"]["already_safe"].get<bool>());
+    EXPECT_EQ(results["risk_threshold"]["records_above"], 8);
+  }
+  {
+    const auto [rows, results] = risk({"--global-risk-target", "0.5"});
+    EXPECT_TRUE(results["risk_threshold"]["threshold"].is_null()) << "sdcMicro reports NA when the file is safe";
+    EXPECT_TRUE(results["risk_threshold"]["already_safe"].get<bool>());
+    EXPECT_EQ(results["risk_threshold"]["records_above"], 0);
+  }
+}
+
+TEST_F(Francdat, CountsKAnonymityViolationsForEachReportedK) {
+  const auto [rows, results] = risk({"--k-anonymity", "4"});
+  // f = 2,2,2,1,1,1,1,2: classes of sizes 2 (two of them) and 1 (four).
+  const auto& table = results["k_anonymity"];
+  ASSERT_EQ(table.size(), 4U);  // k = 2, 3, 4, 5
+  EXPECT_EQ(table[0], (nlohmann::json{{"k", 2}, {"records_below_k", 4}, {"classes_below_k", 4}}));
+  EXPECT_EQ(table[1], (nlohmann::json{{"k", 3}, {"records_below_k", 8}, {"classes_below_k", 6}}));
+  EXPECT_EQ(table[2]["k"], 4);
+  EXPECT_EQ(table[3], (nlohmann::json{{"k", 5}, {"records_below_k", 8}, {"classes_below_k", 6}}));
+}
+
+TEST_F(Francdat, ExactMethodChangesOnlyClassesAboveTwo) {
+  const auto [approx_rows, approx] = risk({});
+  const auto [exact_rows, exact] = risk({"--risk-method", "exact"});
+  // francdat has no class with f > 2: the two methods agree.
+  expect_near(numbers(exact_rows, "individual_risk"), numbers(approx_rows, "individual_risk"), 0.0);
+  EXPECT_EQ(exact["individual_risk"]["method"], "exact");
+}
+
+TEST_F(Francdat, RejectsWeightsBelowOneInNativeModeAndComputesThemInCompat) {
+  write_text(dir_ / "low.csv", "hid,Key1,w\n1,1,0.5\n2,1,0.25\n3,2,3\n");
+  ASSERT_EQ(run_sdc({"import", (dir_ / "low.csv").string(), "-o", (dir_ / "low.h5").string(), "--role", "household=hid",
+                     "--role", "weight=w"})
+                .exit_code,
+            0);
+  const auto native = run_sdc({"risk", "-i", (dir_ / "low.h5").string(), "-o", (dir_ / "n.h5").string(), "--keys", "Key1",
+                               "--weight", "w"});
+  EXPECT_EQ(native.exit_code, 3);
+  EXPECT_NE(native.err.find("variable 'w', row id 0"), std::string::npos) << native.err;
+  EXPECT_NE(native.err.find("--mode compat"), std::string::npos) << native.err;
+  EXPECT_FALSE(std::filesystem::exists(dir_ / "n.h5"));
+  const auto compat = run_sdc({"risk", "-i", (dir_ / "low.h5").string(), "-o", (dir_ / "c.h5").string(), "--keys", "Key1",
+                               "--weight", "w", "--mode", "compat"});
+  EXPECT_EQ(compat.exit_code, 0) << compat.err;
+}
+
+TEST(LDiversity, ReproducesTheOracleThroughSdcRisk) {
+  // risk.md oracle "E l-diversity": k1 = 1 (5 records), k1 = 2 (6 records).
+  TempDir dir;
+  write_text(dir / "l.csv",
+             "k1,S,T\n1,1,1\n1,1,2\n1,1,1\n1,2,2\n1,3,1\n2,1,1\n2,1,1\n2,1,2\n2,1,2\n2,2,3\n2,,3\n");
+  ASSERT_EQ(run_sdc({"import", (dir / "l.csv").string(), "-o", (dir / "l.h5").string(), "--type", "S=categorical",
+                     "--type", "T=categorical", "--type", "k1=categorical"})
+                .exit_code,
+            0);
+  const auto result = run_sdc({"risk", "-i", (dir / "l.h5").string(), "-o", (dir / "r.h5").string(), "--keys", "k1",
+                               "--sensitive", "S,T", "--report", (dir / "r.json").string()});
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  EXPECT_EQ(validate_report(dir / "r.json"), "");
+  ASSERT_EQ(run_sdc({"export", (dir / "r.h5").string(), "-o", (dir / "r.csv").string()}).exit_code, 0);
+  const auto rows = read_csv(dir / "r.csv");
+  const auto first_and_last = [&](const std::string& name) {
+    const auto values = numbers(rows, name);
+    return std::vector<double>{values.front(), values.back()};
+  };
+  expect_near(first_and_last("l_distinct.S"), {3, 3}, 0);
+  expect_near(first_and_last("l_entropy.S"), {2.586409, 2.381102}, 5e-7);
+  expect_near(first_and_last("l_recursive.S"), {2, 1}, 0);
+  expect_near(first_and_last("l_distinct.T"), {2, 3}, 0);
+  expect_near(first_and_last("l_entropy.T"), {1.960132, 3}, 5e-7);
+  expect_near(first_and_last("l_recursive.T"), {2, 3}, 0);
+  const auto results = nlohmann::json::parse(read_text(dir / "r.json"))["steps"][0]["results"]["l_diversity"];
+  EXPECT_EQ(results["S"]["classes"], 2);
+  EXPECT_EQ(results["S"]["min_distinct"], 3);
+  EXPECT_EQ(results["S"]["min_recursive"], 1);
+  EXPECT_EQ(results["T"]["min_distinct"], 2);
+  EXPECT_EQ(results["T"]["classes_distinct_below_l"], 0);
+}
+
+}  // namespace
+}  // namespace sdc::testing
