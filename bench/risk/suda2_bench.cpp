@@ -60,7 +60,11 @@ void BM_Suda2_EndToEnd(benchmark::State& state) {
   tbb::global_control threads(tbb::global_control::max_allowed_parallelism, static_cast<std::size_t>(state.range(2)));
   options.contributions = state.range(3) != 0;
   const auto view = synthetic_keys(records).view();
-  benchmark::AddCustomContext("sdc_build_type", SDC_BUILD_TYPE);
+  static const bool context_added = [] {
+    benchmark::AddCustomContext("sdc_build_type", SDC_BUILD_TYPE);
+    return true;
+  }();
+  benchmark::DoNotOptimize(context_added);
   for (auto _ : state) {
     const auto local = sdc::suda2_local(view, sdc::make_local_subset_counter(view), options);
     const auto dis = sdc::suda2_dis_scores(local.score, local.partial, view.key_count(), options);

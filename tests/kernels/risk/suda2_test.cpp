@@ -118,6 +118,18 @@ TEST(Suda2, ElliotWeightsAreFactorials) {
   EXPECT_DOUBLE_EQ(suda2_q(4), 1.2);
 }
 
+// Every key tuple occurs twice: no record is unique on any subset, so U = 0, D = n and DIS = 0.
+TEST(Suda2, NoSampleUniquesGiveZeroScoresAndZeroDis) {
+  const Columns columns{{{0, 0, 1, 1}, {1, 1, 0, 0}, {0, 0, 0, 0}}, {2, 2, 1}};
+  const Suda2Options options;
+  const auto local = run_local(columns, options);
+  EXPECT_EQ(local.score, (std::vector<double>(4, 0.0)));
+  EXPECT_EQ(local.partial.unique_records, 0);
+  EXPECT_EQ(local.partial.pair_records, 4);
+  EXPECT_EQ(local.partial.msu_count, 0);
+  EXPECT_EQ(suda2_dis_scores(local.score, local.partial, 3, options), (std::vector<double>(4, 0.0)));
+}
+
 // ---- brute force: every subset, counts by a pairwise scan ----
 
 Columns random_columns(std::size_t records, const std::vector<std::int32_t>& levels, double missing, std::mt19937& generator) {
