@@ -25,8 +25,9 @@
 //
 // Memory: besides the per-record outputs (8 bytes, plus 8 x M with contributions), the search keeps
 // ceil((C(M, k-1) + C(M, k)) / 8) bytes per record at level k (16 bytes for M = 8 at k = 4, 58 for
-// M = 10 at k = 5), one count byte and one candidate bit per record. Subset pairs of adjacent levels
-// beyond kMaxSubsetsPerLevelPair are refused: lower max_size.
+// M = 10 at k = 5), one count byte and one candidate bit per record; the local counter's scratch is
+// transient, at most about 40 + 8|S| bytes per flagged record. Subset pairs of adjacent levels beyond
+// kMaxSubsetsPerLevelPair are refused: lower max_size.
 //
 // Reference conventions (sdcMicro 5.8.1, src/Suda2.h and R/suda2.R), and where we differ:
 // - Missing key values (kMissingCode): a key value that is missing never forms part of an MSU (the
@@ -35,7 +36,8 @@
 //   reference's duplicate scan does.
 // - Fewer than three keys: the reference pads the data with constant dummy keys up to three; a
 //   constant key never enters an MSU of a sample with more than one record, so the padding only sets
-//   the M of the weights (M - s)! and of Q. We use M' = max(M, 3) there and add no columns.
+//   the M of the weights (M - s)! and of Q. We use M' = max(M, 3) there and add no columns. (In a
+//   sample of a single record the reference also scores the dummy keys as 1-MSUs; we do not.)
 // - A: the sum of score^-Q over the records with a positive score (the reference skips score 0; every
 //   record with a positive score is unique on all keys). DIS = 0 where the score is 0.
 // - U: we count every record unique on all keys. The reference counts only records alone in their
@@ -123,7 +125,7 @@ struct Suda2Local {
   Suda2Partial partial;
 };
 
-/// Throws InvalidJob for max_size outside 0..M, dis_fraction outside (0, 1], no keys, more than 64
+/// Throws InvalidJob for max_size outside 0..M, dis_fraction outside (0, 1], no keys, more than 63
 /// keys or a search that needs more than kMaxSubsetsPerLevelPair subsets in two adjacent levels.
 Suda2Local suda2_local(const KeyColumns& keys, const SubsetCounter& counter, const Suda2Options& options);
 
