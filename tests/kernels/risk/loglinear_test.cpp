@@ -334,6 +334,38 @@ TEST(LogLinearFit, ResultsDoNotDependOnTheThreadCount) {
   }
 }
 
+TEST(LogLinearFit, StreamedAndEliminatedMarginsOverManyChunksDoNotDependOnTheThreadCount) {
+  // 3.6e6 grid cells: several streamed chunks and many parallel ranges of the elimination.
+  LogLinearModelSpec spec = canonical_model(all_two_way_model(std::vector<std::int32_t>{40, 30, 50, 60}));
+  spec.structural_zeros = {1, 2, 3, 4, 39, 29, 49, 59};
+  LogLinearFit fit;
+  for (std::size_t g = 0; g < spec.generators.size(); ++g) {
+    const auto cells = static_cast<std::size_t>(spec.level_counts[spec.generators[g][0]] *
+                                                spec.level_counts[spec.generators[g][1]]);
+    fit.factors.emplace_back(cells);
+    for (std::size_t k = 0; k < cells; ++k) fit.factors[g][k] = 0.05 + 0.01 * static_cast<double>((k * 7 + g) % 13);
+  }
+  const std::vector<std::size_t> target{1, 2};
+  std::vector<std::vector<double>> streamed;
+  std::vector<std::vector<double>> eliminated;
+  std::vector<ParametricDraw> draws;
+  for (std::size_t threads : {1U, 2U, 4U}) {
+    const tbb::global_control limit(tbb::global_control::max_allowed_parallelism, threads);
+    streamed.push_back(loglinear_fitted_margin(spec, fit, target, {.elimination_limit = 0}));
+    eliminated.push_back(loglinear_fitted_margin(spec, fit, target));
+    draws.push_back(draw_parametric_replicate(spec, fit, 3, 0, 0, loglinear_grid_size(spec)));
+  }
+  for (std::size_t i = 1; i < streamed.size(); ++i) {
+    EXPECT_EQ(streamed[i], streamed[0]);
+    EXPECT_EQ(eliminated[i], eliminated[0]);
+    EXPECT_EQ(draws[i].margins.counts, draws[0].margins.counts);
+    EXPECT_EQ(draws[i].unique_cells, draws[0].unique_cells);
+  }
+  for (std::size_t k = 0; k < streamed[0].size(); ++k) {
+    EXPECT_NEAR(streamed[0][k], eliminated[0][k], 1e-11 * eliminated[0][k]);
+  }
+}
+
 TEST(LogLinearRisk, SplitClassesMergeToTheSameBits) {
   const std::vector<std::int32_t> levels{5, 4, 3, 6};
   const ClassList classes = random_classes(levels, 8);
