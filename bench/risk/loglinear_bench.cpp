@@ -57,7 +57,7 @@ const Sample& sample(std::size_t records) {
     s.codes[2][i] = static_cast<std::int32_t>(generator() % 5);
     s.codes[3][i] = citizenship();
     s.codes[4][i] = municipality();
-    s.codes[5][i] = static_cast<std::int32_t>((age / 20 + generator() % 3) % 7);
+    s.codes[5][i] = static_cast<std::int32_t>((static_cast<std::uint64_t>(age / 20) + generator() % 3) % 7);
     s.codes[6][i] = static_cast<std::int32_t>(generator() % 10);
     s.codes[7][i] = area();
     s.weights[i] = 20.0 + static_cast<double>(generator() % 10000) / 100.0;
@@ -113,11 +113,11 @@ BENCHMARK(BM_LogLinear_Fit)
     ->Args({0, 8, 1})->Args({0, 8, 2})->Args({1, 4, 2})->Args({1, 5, 2})
     ->Unit(benchmark::kMillisecond)->UseRealTime();
 
-/// One fitted two-way margin of the all-two-way model on all eight keys (2.1e9 grid cells): the unit
-/// of work of one IPF step; a sweep does 28 of them.
+/// One fitted two-way margin of the all-two-way model on the first `keys` keys (8 keys: 2.1e10 grid
+/// cells): the unit of work of one IPF step; a sweep does one per pair of keys.
 void BM_LogLinear_AllTwoWayMarginPass(benchmark::State& state) {
   tbb::global_control threads(tbb::global_control::max_allowed_parallelism, static_cast<std::size_t>(state.range(0)));
-  const auto spec = model_of(true, 8);
+  const auto spec = model_of(true, static_cast<std::size_t>(state.range(1)));
   sdc::LogLinearFit fit;
   for (const auto& g : spec.generators) {
     std::uint64_t cells = 1;
@@ -126,9 +126,10 @@ void BM_LogLinear_AllTwoWayMarginPass(benchmark::State& state) {
   }
   const std::vector<std::size_t> target{0, 1};
   for (auto _ : state) benchmark::DoNotOptimize(sdc::loglinear_fitted_margin(spec, fit, target).data());
+  state.SetItemsProcessed(static_cast<std::int64_t>(sdc::loglinear_grid_size(spec)));
   state.counters["grid_cells"] = static_cast<double>(sdc::loglinear_grid_size(spec));
 }
-BENCHMARK(BM_LogLinear_AllTwoWayMarginPass)->ArgNames({"threads"})->Arg(2)->Iterations(1)
+BENCHMARK(BM_LogLinear_AllTwoWayMarginPass)->ArgNames({"threads", "keys"})->Args({2, 6})->Args({2, 7})->Iterations(1)
     ->Unit(benchmark::kMillisecond)->UseRealTime();
 
 void BM_LogLinear_Risk(benchmark::State& state) {

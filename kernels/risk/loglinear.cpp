@@ -276,6 +276,7 @@ Table product_sum(const LogLinearModelSpec& spec, const std::vector<const Table*
 
 /// The fitted margin over `target` by variable elimination, or nullopt when some intermediate table
 /// would exceed `limit` cells. Greedy order: the key whose elimination touches the fewest cells.
+/// Exact on any model; its cost is the grid's only for dense interaction graphs (all two-way).
 std::optional<std::vector<double>> eliminate_to(const LogLinearModelSpec& spec,
                                                 const std::vector<std::vector<double>>& factors,
                                                 const std::vector<std::size_t>& target, std::uint64_t limit) {
@@ -299,7 +300,9 @@ std::optional<std::vector<double>> eliminate_to(const LogLinearModelSpec& spec,
       double cost = 1.0;
       for (std::size_t j : scope) cost *= spec.level_counts[j];
       if (scope.empty()) cost = 0.0;
-      if (cost < best_cost) {
+      // Of equal work, the key with most levels leaves the smallest table.
+      if (cost < best_cost ||
+          (cost == best_cost && spec.level_counts[v] > spec.level_counts[remaining[best]])) {
         best_cost = cost;
         best = r;
         best_union.assign(scope.begin(), scope.end());
