@@ -97,9 +97,10 @@ BENCHMARK(BM_NbSmoothing_Local)
     ->ArgNames({"uniques", "keys", "c", "d", "threads"})
     ->Args({20000, 3, 2, 0, 1})
     ->Args({20000, 3, 2, 0, 2})
-    ->Args({5000, 3, 3, 0, 2})
-    ->Args({5000, 4, 2, 6, 2})
-    ->Args({2000, 5, 2, 4, 2})
+    ->Args({5000, 3, 3, 0, 1})
+    ->Args({5000, 4, 2, 6, 1})
+    ->Args({2000, 5, 2, 4, 1})
+    ->Args({2000, 5, 2, 6, 1})
     ->Args({2000, 5, 2, 6, 2})
     ->Unit(benchmark::kMillisecond)->UseRealTime()->Iterations(1);
 

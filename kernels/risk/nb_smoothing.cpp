@@ -124,7 +124,8 @@ double evaluate(const Eigen::MatrixXd& design, std::span<const double> f, double
     const double log_q = std::log1p(a * mu);
     const double q = 1.0 + a * mu;
     const CountSums sums = count_sums(fc, a, derivatives != nullptr);
-    value += sums.log_rising + fc * eta[c] - (fc + 1.0 / a) * log_q - std::lgamma(fc + 1.0);
+    value += sums.log_rising + fc * eta[c] - (fc + 1.0 / a) * log_q;
+    if (fc > 1.0) value -= std::lgamma(fc + 1.0);  // lnΓ(f + 1) = 0 for the common f = 0, 1
     if (derivatives == nullptr) continue;
     const double excess = fc - mu;
     const double inv_a = 1.0 / a;
