@@ -18,6 +18,7 @@ target_compile_definitions(sdc_hdf5 INTERFACE ${HDF5_C_DEFINITIONS} H5_USE_110_A
 target_link_libraries(sdc_hdf5 INTERFACE ${HDF5_C_LIBRARIES} MPI::MPI_C)
 
 find_package(TBB REQUIRED)
+find_package(Eigen3 3.3 REQUIRED NO_MODULE)
 find_package(Threads REQUIRED)
 find_package(absl REQUIRED)
 find_package(yaml-cpp REQUIRED)

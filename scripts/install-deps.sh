@@ -10,7 +10,7 @@ packages=(
   # MPI and parallel HDF5 (configure refuses a serial HDF5)
   openmpi-bin libopenmpi-dev libhdf5-openmpi-dev hdf5-tools
   # libraries
-  libtbb-dev libabsl-dev libyaml-cpp-dev nlohmann-json3-dev libspdlog-dev libfmt-dev libcli11-dev
+  libtbb-dev libeigen3-dev libabsl-dev libyaml-cpp-dev nlohmann-json3-dev libspdlog-dev libfmt-dev libcli11-dev
   libssl-dev zlib1g-dev libdeflate-dev
   # tests and benchmarks
   libgtest-dev libgmock-dev libbenchmark-dev libbenchmark-tools
