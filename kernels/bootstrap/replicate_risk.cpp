@@ -53,7 +53,30 @@ void accumulate_classes(const ReplicateRiskPlan& plan, const Multiplicity* multi
   std::vector<double> shared_f;
   std::vector<double> shared_weighted;
   std::vector<std::uint32_t> shared_replicate;
+  const auto add_record_alone = [&](std::uint32_t i, std::size_t b, std::uint64_t m) {
+    totals.records[b] += m;
+    if (m < k) totals.records_below_k[b] += m;
+    if (m == 1) {
+      ++totals.sample_uniques[b];
+      totals.expected[b].add(plan.record_unique_risk[i]);
+    } else if (m == 2) {
+      totals.expected[b].add(2.0 * plan.record_twice_risk[i]);
+    } else {
+      shared_f.push_back(static_cast<double>(m));
+      shared_weighted.push_back(static_cast<double>(m) * plan.record_weight[i]);
+      shared_replicate.push_back(static_cast<std::uint32_t>(b));
+    }
+  };
   for (std::size_t c = class_begin; c < class_end; ++c) {
+    const std::uint32_t first = plan.class_offsets[c];
+    if (plan.class_offsets[c + 1] - first == 1) {
+      // Most classes of a census file hold one record: its risks for m = 1, 2 are precomputed.
+      const Multiplicity* row = multiplicities + std::size_t{plan.record_unit[first]} * batch;
+      for (std::size_t b = 0; b < batch; ++b) {
+        if (row[b] != 0) add_record_alone(first, b, row[b]);
+      }
+      continue;
+    }
     std::fill(f.begin(), f.end(), 0);
     std::fill(weighted.begin(), weighted.end(), 0.0);
     for (std::uint32_t i = plan.class_offsets[c]; i < plan.class_offsets[c + 1]; ++i) {
@@ -223,10 +246,18 @@ ReplicateRiskPlan make_replicate_risk_plan(std::span<const std::uint32_t> record
   }
   if (n > 0) plan.class_offsets.push_back(static_cast<std::uint32_t>(n));
 
+  // A class whose only drawn record has m = 1 or 2 has (f, F) = (m, m·w): the same element-wise risk
+  // as individual_risk gives for it in a replicate, computed once here.
   const std::vector<double> ones(n, 1.0);
   IndividualRiskResult unique_risk = individual_risk(ones, plan.record_weight, options.risk);
   SDC_CHECK(!unique_risk.invalid_class.has_value(), "weights validated above");
   plan.record_unique_risk = std::move(unique_risk.risk);
+  const std::vector<double> twos(n, 2.0);
+  std::vector<double> twice_weight(n);
+  for (std::size_t i = 0; i < n; ++i) twice_weight[i] = 2.0 * plan.record_weight[i];
+  IndividualRiskResult twice_risk = individual_risk(twos, twice_weight, options.risk);
+  SDC_CHECK(!twice_risk.invalid_class.has_value(), "weights validated above");
+  plan.record_twice_risk = std::move(twice_risk.risk);
   return plan;
 }
 

@@ -20,8 +20,9 @@
 // Integer sums do not depend on the order or grouping of their terms, so the statistics have the same
 // bits for any split of the classes over ranks and threads.
 //
-// Memory: the plan holds 24 bytes per record and 12 per distinct unit; replicate_risk_local holds the
-// multiplicities of batch_replicates replicates at a time (2 bytes per distinct unit and replicate).
+// Memory: the plan holds 28 bytes per record, 4 per class and 8 per distinct unit (24 more per record
+// while it is built); replicate_risk_local holds the multiplicities of batch_replicates replicates at a
+// time (2 bytes per distinct unit and replicate).
 //
 // Cluster bootstrap: pass household (or PSU) ids as the unit ids; members share their household's
 // multiplicity wherever their classes live. The household risk (risk.md §5), which needs whole
@@ -87,6 +88,7 @@ struct ReplicateRiskPlan {
   std::vector<std::uint32_t> record_unit;    ///< per canonical record: index into units
   std::vector<double> record_weight;         ///< per canonical record (1 when unweighted)
   std::vector<double> record_unique_risk;    ///< r(1, w_i): the risk of the record alone in its class
+  std::vector<double> record_twice_risk;     ///< r(2, 2·w_i): the record alone, drawn twice
 
   std::size_t record_count() const { return record_unit.size(); }
   std::size_t class_count() const { return class_offsets.empty() ? 0 : class_offsets.size() - 1; }

@@ -233,6 +233,48 @@ TEST(ReplicateRisk, FullSampleAgreesWithFrequencyCountsAndIndividualRisk) {
   EXPECT_NEAR(full.global_risk.at(0), global.risk, 1e-12 * global.risk);
 }
 
+TEST(ReplicateRisk, ReplicateStatisticsMatchABruteForceRecount) {
+  // Per replicate: multiplicities by household, class counts recounted directly, risks by individual_risk.
+  const SmallCensus census = small_census();
+  const auto& r = census.records;
+  const auto design = ReplicateDesign::poisson(kSeed);
+  const auto plan = make_replicate_risk_plan(r.record_class, r.units, r.weights, {});
+  const auto series = replicate_risk_finalize(replicate_risk_local(plan, design, 0, 6));
+  std::vector<std::uint64_t> households(census.households);
+  std::iota(households.begin(), households.end(), 0);
+  std::vector<std::uint32_t> m(6 * census.households);
+  fill_multiplicities(design, 0, 6, households, m);
+  for (std::size_t b = 0; b < 6; ++b) {
+    std::vector<double> f(census.classes, 0.0);
+    std::vector<double> F(census.classes, 0.0);
+    for (std::size_t i = 0; i < r.record_class.size(); ++i) {
+      const double mi = m[b * census.households + r.units[i]];
+      f[r.record_class[i]] += mi;
+      F[r.record_class[i]] += mi * r.weights[i];
+    }
+    std::vector<double> drawn_f;
+    std::vector<double> drawn_F;
+    std::uint64_t uniques = 0;
+    std::uint64_t below = 0;
+    std::uint64_t n = 0;
+    for (std::size_t c = 0; c < census.classes; ++c) {
+      if (f[c] == 0) continue;
+      drawn_f.push_back(f[c]);
+      drawn_F.push_back(F[c]);
+      n += static_cast<std::uint64_t>(f[c]);
+      if (f[c] == 1) ++uniques;
+      if (f[c] < 3) below += static_cast<std::uint64_t>(f[c]);
+    }
+    const auto risk = individual_risk(drawn_f, drawn_F, {});
+    double expected = 0.0;
+    for (std::size_t j = 0; j < drawn_f.size(); ++j) expected += drawn_f[j] * risk.risk[j];
+    EXPECT_EQ(series.records[b], n) << b;
+    EXPECT_EQ(series.sample_uniques[b], uniques) << b;
+    EXPECT_EQ(series.records_below_k[b], below) << b;
+    EXPECT_NEAR(series.expected_reidentifications[b], expected, 1e-12 * expected) << b;
+  }
+}
+
 TEST(ReplicateRisk, ReplicateSeriesAreCentredOnTheFullSampleForSmoothStatistics) {
   // The replicate size averages n; ER of the replicates stays in a plausible band around the estimate.
   const SmallCensus census = small_census();
