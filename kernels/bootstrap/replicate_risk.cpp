@@ -160,16 +160,6 @@ BootstrapValidity naive_bootstrap_validity(BootstrappedStatistic statistic) {
   return BootstrapValidity::kNaive;
 }
 
-void FixedPointSum::add(double x) {
-  SDC_CHECK(x >= 0.0 && x < 0x1p64, "a fixed-point term lies in [0, 2^64)");
-  const double whole = std::floor(x);
-  const auto whole_part = static_cast<std::uint64_t>(whole);
-  // x - floor(x) is exact, and scaling by 2^64 is exact; the conversion truncates below 2^-64.
-  const auto fraction_part = static_cast<std::uint64_t>((x - whole) * 0x1p64);
-  low += fraction_part;
-  high += whole_part + (low < fraction_part ? 1U : 0U);
-}
-
 void FixedPointSum::merge(const FixedPointSum& other) {
   low += other.low;
   high += other.high + (low < other.low ? 1U : 0U);

@@ -33,6 +33,7 @@
 #include <vector>
 
 #include "kernels/bootstrap/replicates.h"
+#include "kernels/core/error.h"
 #include "kernels/risk/individual_risk.h"
 
 namespace sdc {
@@ -66,8 +67,16 @@ struct FixedPointSum {
   std::uint64_t high = 0;  ///< integer part
   std::uint64_t low = 0;   ///< fraction, in units of 2^-64
 
-  /// Adds x truncated to the 2^-64 grid; x finite, 0 <= x < 2^64.
-  void add(double x);
+  /// Adds x truncated to the 2^-64 grid; x finite, 0 <= x < 2^64. Inline: it runs once per class
+  /// and replicate.
+  void add(double x) {
+    SDC_CHECK(x >= 0.0 && x < 0x1p64, "a fixed-point term lies in [0, 2^64)");
+    const auto whole_part = static_cast<std::uint64_t>(x);  // truncation = floor for x >= 0
+    // x - whole is exact, and so is scaling by 2^64; the conversion truncates below 2^-64.
+    const auto fraction_part = static_cast<std::uint64_t>((x - static_cast<double>(whole_part)) * 0x1p64);
+    low += fraction_part;
+    high += whole_part + (low < fraction_part ? 1U : 0U);
+  }
   void merge(const FixedPointSum& other);
   /// high + low·2^-64, rounded to a double.
   double value() const;
@@ -77,7 +86,7 @@ struct FixedPointSum {
 struct ReplicateRiskOptions {
   IndividualRiskOptions risk;   ///< method, mode, qual, weighted (false: r = 1/f, weights unused)
   std::int64_t k = 3;           ///< records below k count classes with f^(b) < k; k >= 1
-  std::size_t batch_replicates = 16;  ///< replicates whose multiplicities are held at once; >= 1
+  std::size_t batch_replicates = 32;  ///< replicates whose multiplicities are held at once; >= 1
 };
 
 /// One rank's records in canonical order, ready for any number of replicates.
