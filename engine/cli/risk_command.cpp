@@ -20,6 +20,8 @@
 #include "engine/cli/commands.h"
 #include "engine/partitioned_table.h"
 #include "engine/report/run_report.h"
+#include "engine/risk/risk_measure.h"
+#include "io/seed.h"
 #include "kernels/core/error.h"
 #include "kernels/risk/household_risk.h"
 #include "kernels/risk/individual_risk.h"
@@ -45,6 +47,7 @@ struct RiskOptions {
   std::vector<std::string> sensitive;
   std::int64_t l_diversity = 2;
   double l_recursion_constant = 2.0;
+  std::optional<std::filesystem::path> seed_file;
   std::string filters = "shuffle,deflate=1";
   bool resume = false;
 };
@@ -211,6 +214,8 @@ class RiskCommand final : public Command {
     app->add_option("--l-recursion-constant", options_.l_recursion_constant, "c of recursive (c,l)-diversity")
         ->check(CLI::PositiveNumber)
         ->type_name("C");
+    for (auto& measure : measures_) measure->add_options(*app);
+    add_seed_option(*app, options_.seed_file);
     app->add_option("--filters", options_.filters, "HDF5 filters of the output: none, shuffle, deflate=N or shuffle,deflate=N");
     app->add_flag("--resume", options_.resume,
                   "skip the step when the output exists and was made from the same input, parameters and seed");
@@ -222,11 +227,21 @@ class RiskCommand final : public Command {
     io::ensure_output_is_not_an_input(options_.output, {options_.input});
     io::ensure_output_directory_writable(options_.output);
     io::Hdf5WriteOptions write_options = data_output_options(context, options_.filters);
+    std::vector<StepId> draws;
+    for (const auto& measure : measures_)
+      if (measure->enabled())
+        for (StepId id : measure->draws()) draws.push_back(id);
+    std::optional<io::Seed> seed;
+    if (!draws.empty()) {
+      if (options_.seed_file) io::ensure_output_is_not_an_input(options_.output, {*options_.seed_file});
+      seed = io::require_seed(options_.seed_file, "risk");
+    }
 
     RunReport report(context);
     StepRecord& step = report.add_step("risk");
     StepTimer timer(step);
     step.parameters = parameters();
+    if (seed) report.set_seed_fingerprint(seed->fingerprint());
 
     PhaseClock clock(comm.is_coordinator());
     TablePart part = read_partitioned(comm, options_.input, options_.household);
@@ -235,7 +250,8 @@ class RiskCommand final : public Command {
     // it is computed from the rows just read.
     const std::string input_digest = partitioned_content_digest(comm, part.table, part.summary);
     clock.lap("input digest");
-    const std::string fingerprint = step_fingerprint({input_digest, "risk", step.parameters, {}, std::nullopt});
+    const std::string fingerprint = step_fingerprint(
+        {input_digest, "risk", step.parameters, draws, seed ? std::optional<std::string>(seed->fingerprint()) : std::nullopt});
     write_options.provenance = io::make_provenance(context.command_line(), input_digest);
     write_options.provenance.step_fingerprint = fingerprint;
 
@@ -351,6 +367,22 @@ class RiskCommand final : public Command {
       clock.lap("l-diversity");
     }
 
+    std::vector<Column> measure_columns;
+    const std::span<const std::int64_t> household_ids =
+        options_.household ? table.require(*options_.household, VariableType::kId).ids() : std::span<const std::int64_t>();
+    const RiskContext measure_context{comm,          options_.input.string(), table,       keys,
+                                      options_.keys, weights,                 household_ids, frequencies.records,
+                                      risk,          options_.mode,           seed ? std::optional<std::uint64_t>(seed->value) : std::nullopt};
+    for (auto& measure : measures_) {
+      if (!measure->enabled()) continue;
+      RiskMeasureOutput output;
+      measure->run(measure_context, output);
+      step.results[measure->result_key()] = std::move(output.results);
+      for (Column& column : output.columns) measure_columns.push_back(std::move(column));
+      step.warnings.insert(step.warnings.end(), output.warnings.begin(), output.warnings.end());
+      clock.lap(measure->result_key().c_str());
+    }
+
     added.push_back(Column::continuous(new_variable(kFk, VariableType::kContinuous), std::move(frequencies.records.fk)));
     added.push_back(Column::continuous(new_variable(kFkWeighted, VariableType::kContinuous),
                                        std::move(frequencies.records.fk_weighted)));
@@ -359,6 +391,7 @@ class RiskCommand final : public Command {
     added.push_back(Column::categorical(new_variable(kAboveThreshold, VariableType::kCategorical, {"false", "true"}), std::move(above)));
     if (household) added.push_back(Column::continuous(new_variable(kHouseholdRisk, VariableType::kContinuous), std::move(*household)));
     for (Column& column : l_columns) added.push_back(std::move(column));
+    for (Column& column : measure_columns) added.push_back(std::move(column));
 
     Table out = output_table(std::move(part.table), std::move(added), step.warnings);
     write_options.provenance.step_results = step.results.dump();
@@ -386,6 +419,8 @@ class RiskCommand final : public Command {
     for (const auto& name : options_.sensitive) expect(name, VariableType::kCategorical, "sensitive");
     if (options_.weight) expect(*options_.weight, VariableType::kContinuous, "weight");
     if (options_.household) expect(*options_.household, VariableType::kId, "household");
+    for (const auto& measure : measures_)
+      if (measure->enabled()) measure->check_variables(available, problems);
   }
 
   std::vector<VariableInfo> added_variables() const override {
@@ -398,13 +433,16 @@ class RiskCommand final : public Command {
     for (const auto& name : options_.sensitive)
       for (const char* measure : {"distinct", "entropy", "recursive"})
         added.push_back(new_variable(l_column(measure, name), VariableType::kContinuous));
+    for (const auto& measure : measures_)
+      if (measure->enabled())
+        for (VariableInfo& variable : measure->added_variables()) added.push_back(std::move(variable));
     return added;
   }
 
  private:
   nlohmann::json parameters() const {
     const auto optional = [](const std::optional<std::string>& v) { return v ? nlohmann::json(*v) : nlohmann::json(nullptr); };
-    return {{"keys", options_.keys},
+    nlohmann::json parameters = {{"keys", options_.keys},
             {"weight", optional(options_.weight)},
             {"household", optional(options_.household)},
             {"k-anonymity", options_.k_anonymity},
@@ -416,6 +454,9 @@ class RiskCommand final : public Command {
             {"sensitive", options_.sensitive},
             {"l-diversity", options_.l_diversity},
             {"l-recursion-constant", options_.l_recursion_constant}};
+    for (const auto& measure : measures_)
+      if (measure->enabled()) parameters.update(measure->parameters());
+    return parameters;
   }
 
   /// Collective: records and classes below each reported k. A class of f records contributes f records
@@ -500,6 +541,7 @@ class RiskCommand final : public Command {
   }
 
   RiskOptions options_;
+  std::vector<std::unique_ptr<RiskMeasure>> measures_ = make_risk_measures();
 };
 
 }  // namespace

@@ -1,0 +1,70 @@
+#pragma once
+// The measures of `sdc risk` beyond the counts and the Benedetti–Franconi risks: each one adds its
+// options to the command, runs collectively on the records every rank holds once the frequency counts
+// are known, and returns report results and per-record columns. The command (engine/cli/
+// risk_command.cpp) owns reading, the counts, the individual and household risks and writing; a
+// measure owns only its method, so methods can be added without touching the others.
+
+#include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "distributed/comm.h"
+#include "engine/cli/command.h"
+#include "kernels/core/key_grouping.h"
+#include "kernels/core/record_rng.h"
+#include "kernels/core/table.h"
+#include "kernels/risk/frequency_count.h"
+
+namespace sdc::engine {
+
+/// What a measure sees: this rank's records and what the command computed for them.
+struct RiskContext {
+  const distributed::Communicator& comm;
+  const std::string& input_name;  ///< the input file, for messages
+  const Table& table;             ///< this rank's records (whole households)
+  const KeyColumns& keys;
+  const std::vector<std::string>& key_names;
+  std::span<const double> weights;             ///< empty when the step has no weight
+  std::span<const std::int64_t> household_ids;  ///< empty when the step has no household variable
+  const RecordFrequencies& frequencies;        ///< fk and fk_weighted of this rank's records
+  std::span<const double> individual_risk;     ///< Benedetti–Franconi risk of this rank's records
+  Mode mode;
+  std::optional<std::uint64_t> seed;  ///< set when some enabled measure needs one
+};
+
+struct RiskMeasureOutput {
+  nlohmann::json results;       ///< goes under the measure's result key in the step's results
+  std::vector<Column> columns;  ///< per-record columns, this rank's records in order
+  std::vector<std::string> warnings;
+};
+
+class RiskMeasure {
+ public:
+  virtual ~RiskMeasure() = default;
+  virtual void add_options(CLI::App& app) = 0;
+  /// Whether the options ask for this measure; a disabled measure adds nothing to the step.
+  virtual bool enabled() const = 0;
+  /// The measure's parameters, merged into the step's (they enter the step fingerprint).
+  virtual nlohmann::json parameters() const = 0;
+  /// The key of the step's results (and of the report schema) that holds this measure's results.
+  virtual std::string result_key() const = 0;
+  virtual std::vector<VariableInfo> added_variables() const = 0;
+  /// Problems with the variables the step will see (job checks before anything runs).
+  virtual void check_variables(const std::vector<VariableInfo>& /*available*/, std::vector<std::string>& /*problems*/) const {}
+  /// The random draws of the measure; non-empty means the step needs a seed.
+  virtual std::vector<StepId> draws() const { return {}; }
+  /// Collective: every rank calls it with its records.
+  virtual void run(const RiskContext& context, RiskMeasureOutput& output) = 0;
+};
+
+/// Every measure `sdc risk` offers, in the order they run (engine/risk/measures.cpp).
+std::vector<std::unique_ptr<RiskMeasure>> make_risk_measures();
+
+}  // namespace sdc::engine
