@@ -1,6 +1,7 @@
 #include "kernels/risk/wildcard_frequency.h"
 
 #include <absl/container/flat_hash_map.h>
+#include <absl/container/flat_hash_set.h>
 #include <absl/container/inlined_vector.h>
 #include <tbb/parallel_for.h>
 
@@ -321,8 +322,22 @@ PatternFrequencies wildcard_frequency(const FrequencyClasses& patterns, std::spa
   tbb::parallel_for(tbb::blocked_range<std::size_t>(0, count, kChunk), [&](const auto& range) {
     for (std::size_t p = range.begin(); p != range.end(); ++p) mask_of[p] = observed_mask(patterns.key(p));
   });
-  const WildcardLattice lattice = wildcard_lattice(mask_of, patterns.key_count);
+  // The distinct masks are few: a set, read only after sorting by wildcard_lattice.
+  absl::flat_hash_set<KeyMask> distinct;
+  for (std::size_t p = 0; p < count; ++p)
+    if (p == 0 || mask_of[p] != mask_of[p - 1]) distinct.insert(mask_of[p]);
+  const std::vector<KeyMask> distinct_masks(distinct.begin(), distinct.end());
+  const WildcardLattice lattice = wildcard_lattice(distinct_masks, patterns.key_count);
   const std::size_t masks = lattice.masks.size();
+  if (masks == 1) {  // one mask: no pattern is compatible with another, f and F are the pattern's own
+    tbb::parallel_for(tbb::blocked_range<std::size_t>(0, count, 1 << 12), [&](const auto& range) {
+      for (std::size_t p = range.begin(); p != range.end(); ++p) {
+        out.f[p] = static_cast<double>(patterns.counts[p]);
+        out.fk_weighted[p] = patterns.weights[p].value();
+      }
+    });
+    return out;
+  }
 
   // Patterns of each mask, in pattern order.
   std::vector<std::uint32_t> mask_index(count);
