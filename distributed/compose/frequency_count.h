@@ -8,6 +8,7 @@
 #include <span>
 
 #include "distributed/comm.h"
+#include "distributed/compose/class_exchange.h"
 #include "kernels/risk/frequency_count.h"
 
 namespace sdc::distributed {
@@ -19,8 +20,5 @@ struct DistributedFrequencies {
 
 DistributedFrequencies distributed_frequency_count(const Communicator& comm, const KeyColumns& keys,
                                                    std::span<const double> weights, std::int64_t k);
-
-/// The rank owning a key tuple: a fixed hash (the same in every process, unlike absl::Hash) modulo ranks.
-int owner_of(std::span<const std::int32_t> key, int ranks);
 
 }  // namespace sdc::distributed
