@@ -16,6 +16,7 @@
 #include "distributed/compose/frequency_count.h"
 #include "distributed/compose/l_diversity.h"
 #include "distributed/compose/risk_merges.h"
+#include "distributed/compose/wildcard_frequency.h"
 #include "engine/checkpoint.h"
 #include "engine/cli/commands.h"
 #include "engine/partitioned_table.h"
@@ -29,7 +30,7 @@
 namespace sdc::engine {
 namespace {
 
-enum class MissingKeys { kReject, kCategory };
+enum class MissingKeys { kReject, kCategory, kWildcard };
 
 struct RiskOptions {
   std::filesystem::path input;
@@ -40,6 +41,7 @@ struct RiskOptions {
   std::optional<std::string> household;
   std::int64_t k_anonymity = 3;
   MissingKeys missing = MissingKeys::kReject;
+  double alpha = 1.0;
   IndividualRiskMethod risk_method = IndividualRiskMethod::kApprox;
   Mode mode = Mode::kNative;
   double qual = 1.0;
@@ -185,11 +187,17 @@ class RiskCommand final : public Command {
     app->add_option("--k-anonymity", options_.k_anonymity, "a record violates k-anonymity when its fk is below K")
         ->check(whole_number_at_least(1))
         ->type_name("K");
-    const std::map<std::string, MissingKeys> missing{{"reject", MissingKeys::kReject}, {"category", MissingKeys::kCategory}};
+    const std::map<std::string, MissingKeys> missing{
+        {"reject", MissingKeys::kReject}, {"category", MissingKeys::kCategory}, {"wildcard", MissingKeys::kWildcard}};
     app->add_option("--missing", options_.missing,
-                    "missing key values: reject (an error naming the first one) or category (missing is a level of its own)")
+                    "missing key values: reject (an error naming the first one), category (missing is a level of its "
+                    "own) or wildcard (sdcMicro: a missing value matches every value, weighted by --alpha)")
         ->transform(CLI::CheckedTransformer(missing, CLI::ignore_case))
-        ->type_name("reject|category");
+        ->type_name("reject|category|wildcard");
+    app->add_option("--alpha", options_.alpha,
+                    "with --missing wildcard, the weight of a record with missing keys in the classes it matches")
+        ->check(CLI::Range(0.0, 1.0))
+        ->type_name("A");
     const std::map<std::string, IndividualRiskMethod> methods{{"approx", IndividualRiskMethod::kApprox},
                                                               {"exact", IndividualRiskMethod::kExact}};
     app->add_option("--risk-method", options_.risk_method,
@@ -277,8 +285,15 @@ class RiskCommand final : public Command {
         options_.weight ? table.require(*options_.weight).values() : std::span<const double>();
 
     distributed::DistributedFrequencies frequencies =
-        distributed::distributed_frequency_count(comm, keys, weights, options_.k_anonymity);
+        options_.missing == MissingKeys::kWildcard
+            ? distributed::distributed_wildcard_frequency_count(comm, keys, weights, options_.alpha, options_.k_anonymity)
+            : distributed::distributed_frequency_count(comm, keys, weights, options_.k_anonymity);
     clock.lap("frequency counts");
+    // The size of each record's class of equal key tuples (missing equal to missing): fk itself, except
+    // with wildcards, where fk also counts the records that match through a missing value.
+    std::vector<double> class_sizes;
+    if (options_.missing == MissingKeys::kWildcard)
+      class_sizes = distributed::distributed_frequency_count(comm, keys, {}, options_.k_anonymity).records.fk;
     const FrequencySummary summary = frequencies.summary;
     step.results = {{"records", summary.records},
                     {"equivalence_classes", summary.classes},
@@ -286,7 +301,8 @@ class RiskCommand final : public Command {
                     {"records_below_k", summary.records_below_k},
                     {"classes_below_k", summary.classes_below_k},
                     {"k", summary.k}};
-    step.results["k_anonymity"] = k_anonymity_table(comm, frequencies.records.fk);
+    step.results["k_anonymity"] =
+        k_anonymity_table(comm, frequencies.records.fk, class_sizes.empty() ? frequencies.records.fk : class_sizes);
 
     std::vector<Column> added;
     std::vector<std::int32_t> violates(frequencies.records.fk.size());
@@ -446,7 +462,9 @@ class RiskCommand final : public Command {
             {"weight", optional(options_.weight)},
             {"household", optional(options_.household)},
             {"k-anonymity", options_.k_anonymity},
-            {"missing", options_.missing == MissingKeys::kReject ? "reject" : "category"},
+            {"missing", options_.missing == MissingKeys::kReject     ? "reject"
+                        : options_.missing == MissingKeys::kCategory ? "category"
+                                                                     : "wildcard"},
             {"risk-method", options_.risk_method == IndividualRiskMethod::kExact ? "exact" : "approx"},
             {"mode", options_.mode == Mode::kCompat ? "compat" : "native"},
             {"qual", options_.qual},
@@ -454,29 +472,37 @@ class RiskCommand final : public Command {
             {"sensitive", options_.sensitive},
             {"l-diversity", options_.l_diversity},
             {"l-recursion-constant", options_.l_recursion_constant}};
+    if (options_.missing == MissingKeys::kWildcard) parameters["alpha"] = options_.alpha;
     for (const auto& measure : measures_)
       if (measure->enabled()) parameters.update(measure->parameters());
     return parameters;
   }
 
-  /// Collective: records and classes below each reported k. A class of f records contributes f records
-  /// with fk = f, so the classes below k are Σ_{f < k} (records with fk = f) / f, exactly.
-  nlohmann::json k_anonymity_table(const distributed::Communicator& comm, std::span<const double> fk) const {
+  /// Collective: records and classes below each reported k. A class of s records contributes s records,
+  /// so the classes below k are the sum over sizes s of (records of classes of size s below k) / s,
+  /// exactly. A class below k has s <= f < k, so sizes below the largest k suffice.
+  nlohmann::json k_anonymity_table(const distributed::Communicator& comm, std::span<const double> fk,
+                                   std::span<const double> class_size) const {
     const std::vector<std::int64_t> ks = reported_ks(options_.k_anonymity);
-    const std::int64_t largest = ks.back();
-    std::vector<std::int64_t> records_with_f(static_cast<std::size_t>(largest), 0);  // index f, f < largest
-    for (double f : fk)
-      if (f < static_cast<double>(largest)) ++records_with_f[static_cast<std::size_t>(f)];
-    comm.all_reduce_sum(std::span<std::int64_t>(records_with_f));
+    const auto largest = static_cast<std::size_t>(ks.back());
+    // records_below[j * largest + s]: records with fk < ks[j] in classes of size s.
+    std::vector<std::int64_t> records_below(ks.size() * largest, 0);
+    for (std::size_t i = 0; i < fk.size(); ++i) {
+      if (!(fk[i] < static_cast<double>(largest))) continue;
+      const auto s = static_cast<std::size_t>(class_size[i]);
+      for (std::size_t j = 0; j < ks.size(); ++j)
+        if (fk[i] < static_cast<double>(ks[j])) ++records_below[j * largest + s];
+    }
+    comm.all_reduce_sum(std::span<std::int64_t>(records_below));
     nlohmann::json table = nlohmann::json::array();
-    for (std::int64_t k : ks) {
+    for (std::size_t j = 0; j < ks.size(); ++j) {
       std::int64_t records = 0;
       std::int64_t classes = 0;
-      for (std::int64_t f = 1; f < k; ++f) {
-        records += records_with_f[static_cast<std::size_t>(f)];
-        classes += records_with_f[static_cast<std::size_t>(f)] / f;
+      for (std::size_t s = 1; s < largest; ++s) {
+        records += records_below[j * largest + s];
+        classes += records_below[j * largest + s] / static_cast<std::int64_t>(s);
       }
-      table.push_back({{"k", k}, {"records_below_k", records}, {"classes_below_k", classes}});
+      table.push_back({{"k", ks[j]}, {"records_below_k", records}, {"classes_below_k", classes}});
     }
     return table;
   }

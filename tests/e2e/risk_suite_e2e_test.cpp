@@ -193,5 +193,45 @@ TEST(LDiversity, ReproducesTheOracleThroughSdcRisk) {
   EXPECT_EQ(results["T"]["classes_distinct_below_l"], 0);
 }
 
+TEST(WildcardMissingKeys, ReproduceTheFrancdatMissingValueOracleThroughSdcRisk) {
+  // risk.md oracle "E missing values": francdat with Key3 of record 3, Key1 and Key2 of record 4, Key4
+  // of record 5 and Key1 of record 6 missing.
+  TempDir dir;
+  write_text(dir / "m.csv",
+             "Key1,Key2,Key3,Key4,w\n1,2,5,1,18\n1,2,1,1,45.5\n1,2,,1,39\n,,1,5,17\n4,3,1,,541\n,3,1,1,8\n"
+             "6,2,1,5,5\n1,2,5,1,92\n");
+  ASSERT_EQ(run_sdc({"import", (dir / "m.csv").string(), "-o", (dir / "m.h5").string(), "--role", "weight=w", "--role",
+                     "key=Key1,Key2,Key3,Key4"})
+                .exit_code,
+            0);
+  const auto run = [&](const std::string& alpha) {
+    const auto result = run_sdc({"risk", "-i", (dir / "m.h5").string(), "-o", (dir / "r.h5").string(), "--keys",
+                                 "Key1,Key2,Key3,Key4", "--weight", "w", "--missing", "wildcard", "--alpha", alpha,
+                                 "--report", (dir / "r.json").string()});
+    EXPECT_EQ(result.exit_code, 0) << result.err;
+    EXPECT_EQ(validate_report(dir / "r.json"), "");
+    EXPECT_EQ(run_sdc({"export", (dir / "r.h5").string(), "-o", (dir / "r.csv").string()}).exit_code, 0);
+    return read_csv(dir / "r.csv");
+  };
+  {
+    const auto rows = run("1");
+    expect_near(numbers(rows, "fk"), {3, 2, 4, 3, 3, 2, 2, 3}, 0);
+    expect_near(numbers(rows, "fk_weighted"), {149, 84.5, 194.5, 563, 566, 549, 22, 149}, 1e-9);
+  }
+  {
+    const auto rows = run("0.5");
+    expect_near(numbers(rows, "fk"), {2.5, 1.5, 4, 2.5, 2, 1.5, 1.5, 2.5}, 0);
+    expect_near(numbers(rows, "fk_weighted"), {129.5, 65, 194.5, 292.5, 553.5, 278.5, 13.5, 129.5}, 1e-9);
+    expect_near(numbers(rows, "individual_risk"),
+                {0.01270648, 0, 0.006808511, 0.005665722, 0.003552522, 0, 0, 0.01270648}, 5e-9);
+    const auto report = nlohmann::json::parse(read_text(dir / "r.json"));
+    // The three records with f = 1.5 get risk 0 by the reference's quirk; native mode warns.
+    EXPECT_NE(report["steps"][0]["warnings"].dump().find("3 records have a non-integer fk"), std::string::npos);
+    // k = 2: records 2, 6 and 7 (f = 1.5) are below, each in a pattern of its own.
+    const auto& table = report["steps"][0]["results"]["k_anonymity"];
+    EXPECT_EQ(table[0], (nlohmann::json{{"k", 2}, {"records_below_k", 3}, {"classes_below_k", 3}}));
+  }
+}
+
 }  // namespace
 }  // namespace sdc::testing
