@@ -111,6 +111,12 @@ class JobPlanner {
  public:
   JobPlanner(io::JobFile job, const JobOverrides& overrides) : job_(std::move(job)), overrides_(overrides) {
     if (overrides.input) job_.input = overrides.input;
+    // A relative job report inside the job's output directory moves with --output-dir, so that an
+    // overridden output directory holds the whole job's results.
+    if (overrides.output_dir && !overrides.report && job_.report && job_.report->is_relative()) {
+      const auto inside = job_.report->lexically_relative(job_.output_dir.value_or("."));
+      if (!inside.empty() && *inside.begin() != "..") job_.report = *overrides.output_dir / inside;
+    }
     if (overrides.output_dir) job_.output_dir = overrides.output_dir;
     if (overrides.seed_file) job_.seed_file = overrides.seed_file;
     if (overrides.report) job_.report = overrides.report;
@@ -120,6 +126,7 @@ class JobPlanner {
   std::vector<StepPlan> plan() {
     if (job_.seed_file && !std::filesystem::exists(*job_.seed_file))
       problem(0, "seed_file '" + job_.seed_file->string() + "' does not exist");
+    check_report_directory();
     std::optional<std::filesystem::path> current_input = job_.input;
     std::optional<std::vector<VariableInfo>> available = variables_of(current_input, 0);
 
@@ -218,6 +225,16 @@ class JobPlanner {
   const io::JobFile& job() const { return job_; }
 
  private:
+  /// The job's report is written after every step: its directory must exist, or be the output
+  /// directory the job creates, before anything runs.
+  void check_report_directory() {
+    if (!job_.report) return;
+    const auto directory = job_.report->parent_path();
+    if (directory.empty() || std::filesystem::is_directory(directory)) return;
+    if (job_.output_dir && directory.lexically_normal() == job_.output_dir->lexically_normal()) return;
+    problem(0, "report: directory '" + directory.string() + "' does not exist");
+  }
+
   void problem(int line, const std::string& text) {
     problems_.push_back(line > 0 ? "line " + std::to_string(line) + ": " + text : text);
   }

@@ -110,6 +110,21 @@ TEST_F(AJob, ChainsStepsAndWritesOneValidReport) {
   EXPECT_EQ(report["input"]["path"], (dir_ / "persons.h5").string());
 }
 
+TEST_F(AJob, RejectsAReportDirectoryThatDoesNotExistBeforeRunningAnything) {
+  const auto path = job("job.yaml",
+                        "version: 1\n"
+                        "output_dir: " + (dir_ / "out").string() + "\n"
+                        "report: " + (dir_ / "nowhere" / "job.json").string() + "\n"
+                        "steps:\n"
+                        "  - method: risk\n"
+                        "    keys: [sex, age]\n");
+  const auto result = run_sdc({"run", path.string(), "--input", (dir_ / "persons.h5").string()});
+  EXPECT_EQ(result.exit_code, 4);
+  EXPECT_NE(result.err.find("report: directory '" + (dir_ / "nowhere").string() + "' does not exist"), std::string::npos)
+      << result.err;
+  EXPECT_FALSE(std::filesystem::exists(dir_ / "out")) << "nothing runs";
+}
+
 TEST(AKilledJob, ResumesToTheSameOutputsAsAnUninterruptedRun) {
   TempDir dir;
   write_text(dir / "persons.csv", persons_csv(1500000));
