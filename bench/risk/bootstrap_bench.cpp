@@ -11,10 +11,13 @@
 #include <random>
 #include <vector>
 
+#include "bench/risk/census_keys.h"
 #include "kernels/bootstrap/replicate_risk.h"
 #include "kernels/core/key_grouping.h"
 
 namespace {
+
+using sdc::bench::zipf_sampler;
 
 struct CensusRecords {
   std::vector<std::uint32_t> record_class;
@@ -32,15 +35,7 @@ const CensusRecords& census_records(std::size_t records) {
   auto& census = cache[records];
   if (!census.record_class.empty()) return census;
   std::mt19937_64 generator(2026);
-  const auto zipf = [&](int levels) {
-    std::vector<double> cumulative(static_cast<std::size_t>(levels));
-    double total = 0;
-    for (int i = 0; i < levels; ++i) cumulative[static_cast<std::size_t>(i)] = (total += 1.0 / (i + 1.0));
-    return [&generator, cumulative, total]() {
-      const double u = std::uniform_real_distribution<double>(0, total)(generator);
-      return static_cast<std::int32_t>(std::lower_bound(cumulative.begin(), cumulative.end(), u) - cumulative.begin());
-    };
-  };
+  const auto zipf = [&](int levels) { return zipf_sampler(generator, levels); };
   auto citizenship = zipf(60);
   auto municipality = zipf(2000);
   std::vector<std::vector<std::int32_t>> codes(8);

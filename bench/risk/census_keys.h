@@ -23,6 +23,17 @@ struct CensusKeys {
   }
 };
 
+/// Draws codes 0..levels-1 with probability proportional to 1/(code + 1) from `generator`.
+inline auto zipf_sampler(std::mt19937_64& generator, int levels) {
+  std::vector<double> cumulative(static_cast<std::size_t>(levels));
+  double total = 0;
+  for (int i = 0; i < levels; ++i) cumulative[static_cast<std::size_t>(i)] = (total += 1.0 / (i + 1.0));
+  return [&generator, cumulative, total]() {
+    const double u = std::uniform_real_distribution<double>(0, total)(generator);
+    return static_cast<std::int32_t>(std::lower_bound(cumulative.begin(), cumulative.end(), u) - cumulative.begin());
+  };
+}
+
 /// Eight census-like keys: sex, age, marital status, citizenship (Zipf), municipality (Zipf over
 /// 2000 areas), education, occupation, household type. Fixed seed; benchmarks may use <random>.
 inline const CensusKeys& census_keys(std::size_t records) {
@@ -30,15 +41,7 @@ inline const CensusKeys& census_keys(std::size_t records) {
   auto& keys = cache[records];
   if (!keys.codes.empty()) return keys;
   std::mt19937_64 generator(2026);
-  const auto zipf = [&](int levels) {
-    std::vector<double> cumulative(static_cast<std::size_t>(levels));
-    double total = 0;
-    for (int i = 0; i < levels; ++i) cumulative[static_cast<std::size_t>(i)] = (total += 1.0 / (i + 1.0));
-    return [&generator, cumulative, total]() {
-      const double u = std::uniform_real_distribution<double>(0, total)(generator);
-      return static_cast<std::int32_t>(std::lower_bound(cumulative.begin(), cumulative.end(), u) - cumulative.begin());
-    };
-  };
+  const auto zipf = [&](int levels) { return zipf_sampler(generator, levels); };
   keys.levels = {2, 101, 5, 60, 2000, 8, 40, 10};
   auto citizenship = zipf(60);
   auto municipality = zipf(2000);

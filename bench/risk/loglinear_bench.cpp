@@ -8,10 +8,13 @@
 #include <map>
 #include <random>
 
+#include "bench/risk/census_keys.h"
 #include "kernels/risk/frequency_count.h"
 #include "kernels/risk/loglinear.h"
 
 namespace {
+
+using sdc::bench::zipf_sampler;
 
 /// Eight keys with census-like levels: sex 2, age 100, marital status 5, citizenship 20 (Zipf),
 /// municipality 50 (Zipf), education 7 (associated with age), occupation 10, area 300 (Zipf). Grid
@@ -36,15 +39,7 @@ const Sample& sample(std::size_t records) {
   Sample& s = cache[records];
   if (!s.codes.empty()) return s;
   std::mt19937_64 generator(2026);
-  const auto zipf = [&](int levels) {
-    std::vector<double> cumulative(static_cast<std::size_t>(levels));
-    double total = 0;
-    for (int i = 0; i < levels; ++i) cumulative[static_cast<std::size_t>(i)] = (total += 1.0 / (i + 1.0));
-    return [&generator, cumulative, total]() {
-      const double u = std::uniform_real_distribution<double>(0, total)(generator);
-      return static_cast<std::int32_t>(std::lower_bound(cumulative.begin(), cumulative.end(), u) - cumulative.begin());
-    };
-  };
+  const auto zipf = [&](int levels) { return zipf_sampler(generator, levels); };
   auto citizenship = zipf(20);
   auto municipality = zipf(50);
   auto area = zipf(300);

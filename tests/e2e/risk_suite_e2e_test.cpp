@@ -12,19 +12,6 @@
 namespace sdc::testing {
 namespace {
 
-std::vector<std::vector<std::string>> read_csv(const std::filesystem::path& path) {
-  std::vector<std::vector<std::string>> rows;
-  std::istringstream in(read_text(path));
-  std::string line;
-  while (std::getline(in, line)) {
-    std::vector<std::string> fields;
-    std::string field;
-    std::istringstream parts(line);
-    while (std::getline(parts, field, ',')) fields.push_back(field);
-    rows.push_back(fields);
-  }
-  return rows;
-}
 
 std::vector<double> numbers(const std::vector<std::vector<std::string>>& rows, const std::string& name) {
   const auto& header = rows.at(0);
@@ -65,7 +52,7 @@ class Francdat : public ::testing::Test {
     EXPECT_EQ(result.exit_code, 0) << result.err;
     EXPECT_EQ(validate_report(dir_ / "r.json"), "");
     EXPECT_EQ(run_sdc({"export", (dir_ / "r.h5").string(), "-o", (dir_ / "r.csv").string()}).exit_code, 0);
-    return {read_csv(dir_ / "r.csv"), nlohmann::json::parse(read_text(dir_ / "r.json"))["steps"][0]["results"]};
+    return {read_csv_fields(dir_ / "r.csv"), nlohmann::json::parse(read_text(dir_ / "r.json"))["steps"][0]["results"]};
   }
 
   TempDir dir_;
@@ -174,7 +161,7 @@ TEST(LDiversity, ReproducesTheOracleThroughSdcRisk) {
   ASSERT_EQ(result.exit_code, 0) << result.err;
   EXPECT_EQ(validate_report(dir / "r.json"), "");
   ASSERT_EQ(run_sdc({"export", (dir / "r.h5").string(), "-o", (dir / "r.csv").string()}).exit_code, 0);
-  const auto rows = read_csv(dir / "r.csv");
+  const auto rows = read_csv_fields(dir / "r.csv");
   const auto first_and_last = [&](const std::string& name) {
     const auto values = numbers(rows, name);
     return std::vector<double>{values.front(), values.back()};
@@ -211,7 +198,7 @@ TEST(WildcardMissingKeys, ReproduceTheFrancdatMissingValueOracleThroughSdcRisk) 
     EXPECT_EQ(result.exit_code, 0) << result.err;
     EXPECT_EQ(validate_report(dir / "r.json"), "");
     EXPECT_EQ(run_sdc({"export", (dir / "r.h5").string(), "-o", (dir / "r.csv").string()}).exit_code, 0);
-    return read_csv(dir / "r.csv");
+    return read_csv_fields(dir / "r.csv");
   };
   {
     const auto rows = run("1");

@@ -166,4 +166,19 @@ void write_text(const std::filesystem::path& path, const std::string& text) {
   out << text;
 }
 
+std::vector<std::vector<std::string>> read_csv_fields(const std::filesystem::path& path) {
+  std::vector<std::vector<std::string>> rows;
+  std::istringstream in(read_text(path));
+  std::string line;
+  while (std::getline(in, line)) {
+    std::vector<std::string> fields;
+    std::string field;
+    std::istringstream parts(line);
+    while (std::getline(parts, field, ',')) fields.push_back(field);
+    if (!line.empty() && line.back() == ',') fields.emplace_back();
+    rows.push_back(fields);
+  }
+  return rows;
+}
+
 }  // namespace sdc::testing

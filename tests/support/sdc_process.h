@@ -63,5 +63,8 @@ std::string validate_report(const std::filesystem::path& report);
 
 std::string read_text(const std::filesystem::path& path);
 void write_text(const std::filesystem::path& path, const std::string& text);
+/// The rows of a CSV as fields, split at every comma (what `sdc export` writes for test files, which
+/// need no quoting); a trailing comma gives an empty last field.
+std::vector<std::vector<std::string>> read_csv_fields(const std::filesystem::path& path);
 
 }  // namespace sdc::testing
