@@ -1,4 +1,5 @@
 #include "kernels/risk/frequency_count.h"
+#include "tests/kernels/key_columns_fixture.h"
 
 #include <gtest/gtest.h>
 #include <tbb/global_control.h>
@@ -7,20 +8,6 @@
 
 namespace sdc {
 namespace {
-
-struct Columns {
-  std::vector<std::vector<std::int32_t>> codes;
-  std::vector<std::int32_t> levels;
-  KeyColumns view(std::size_t first = 0, std::size_t count = SIZE_MAX) const {
-    KeyColumns keys;
-    keys.level_counts = levels;
-    for (const auto& c : codes) {
-      const std::size_t n = std::min(count, c.size() - first);
-      keys.codes.emplace_back(c.data() + first, n);
-    }
-    return keys;
-  }
-};
 
 // francdat (risk.md oracle "E francdat"): keys Key1..Key4 as codes of their sorted levels.
 // Key1 levels {1,3,4,6}, Key2 {2,3}, Key3 {1,5}, Key4 {1,4,5}.

@@ -11,21 +11,10 @@
 
 #include "kernels/core/error.h"
 #include "kernels/core/table.h"
+#include "tests/kernels/key_columns_fixture.h"
 
 namespace sdc {
 namespace {
-
-struct Columns {
-  std::vector<std::vector<std::int32_t>> codes;
-  std::vector<std::int32_t> levels;
-  KeyColumns view(std::size_t first = 0, std::size_t count = SIZE_MAX) const {
-    KeyColumns keys;
-    keys.level_counts = levels;
-    for (const auto& c : codes) keys.codes.emplace_back(c.data() + first, std::min(count, c.size() - first));
-    return keys;
-  }
-  std::size_t records() const { return codes.front().size(); }
-};
 
 Suda2Local run_local(const Columns& columns, const Suda2Options& options) {
   const KeyColumns keys = columns.view();

@@ -14,21 +14,10 @@
 
 #include "kernels/core/error.h"
 #include "kernels/core/record_rng.h"
+#include "tests/kernels/key_columns_fixture.h"
 
 namespace sdc {
 namespace {
-
-struct Columns {
-  std::vector<std::vector<std::int32_t>> codes;
-  std::vector<std::int32_t> levels;
-  std::size_t records() const { return codes.empty() ? 0 : codes.front().size(); }
-  KeyColumns view(std::size_t first = 0, std::size_t count = SIZE_MAX) const {
-    KeyColumns keys;
-    keys.level_counts = levels;
-    for (const auto& c : codes) keys.codes.emplace_back(c.data() + first, std::min(count, c.size() - first));
-    return keys;
-  }
-};
 
 RecordFrequencies wildcard_counts(const Columns& columns, std::span<const double> weights, double alpha) {
   const auto local = frequency_count_local(columns.view(), weights);
