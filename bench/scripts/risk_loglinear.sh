@@ -2,8 +2,8 @@
 # End-to-end timing of `sdc risk --loglinear` on about 1 million records (a 50% household sample of a
 # synthetic census of 800 000 households) with census keys: the independence model on eight keys, a
 # two-way (decomposable) model on six keys and all two-way interactions of four keys; then the
-# parametric bootstrap of tau (B = 200) on a small grid. Prints wall times and the step's phases.
-# Usage: bench/scripts/risk_loglinear.sh [BUILD_DIR]
+# parametric bootstrap of tau (B = 200) on grids of about 5 600 and 230 000 cells. Prints wall times
+# and the step's phases. Usage: [BOOTSTRAP_ONLY=1] bench/scripts/risk_loglinear.sh [BUILD_DIR]
 set -euo pipefail
 build=${1:-build/release}
 sdc=$(realpath "$build/engine/sdc")
@@ -31,9 +31,11 @@ print('grid %d, sweeps %d, uniques %d, tau1 %.2f, tau2 %.2f' % (r['grid_cells'],
 }
 
 keys8=sex,age,marstat,citizenship,lau2,education,occupation,htype
-run "independence, 8 keys" --keys "$keys8" --loglinear independence
-run "two-way chain, 6 keys" --keys sex,age,marstat,citizenship,education,occupation \
+[ "${BOOTSTRAP_ONLY:-0}" = 1 ] || run "independence, 8 keys" --keys "$keys8" --loglinear independence
+[ "${BOOTSTRAP_ONLY:-0}" = 1 ] || run "two-way chain, 6 keys" --keys sex,age,marstat,citizenship,education,occupation \
   --loglinear "sex*age+age*marstat+age*citizenship+age*education+education*occupation"
-run "all two-way, 4 keys" --keys sex,age,marstat,education --loglinear two-way
-run "bootstrap B=200, independence, 4 keys" --keys sex,marstat,education,htype --loglinear independence \
+[ "${BOOTSTRAP_ONLY:-0}" = 1 ] || run "all two-way, 4 keys" --keys sex,age,marstat,education --loglinear two-way
+run "bootstrap B=200, all two-way, 4 keys" --keys sex,age,marstat,education --loglinear two-way \
+  --loglinear-sampling-fraction 0.5 --loglinear-bootstrap 200
+run "bootstrap B=200, independence, 5 keys" --keys sex,age,marstat,citizenship,education --loglinear independence \
   --loglinear-sampling-fraction 0.5 --loglinear-bootstrap 200

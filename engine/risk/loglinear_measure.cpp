@@ -443,19 +443,19 @@ void LogLinearMeasure::run(const RiskContext& context, RiskMeasureOutput& output
 
   // Class sizes of exact key tuples. The command's fk is that unless keys are missing (with wildcards
   // fk also counts compatible records), so with missing keys, and in compat mode for Σ 1/w, recount.
-  std::vector<double> class_size;
+  std::vector<double> counted_sizes;
   std::vector<double> inverse_weight_sum;  // compat: π̃ of the record's class
   if (compat) {
     std::vector<double> inverse(records, 1.0);
     for (std::size_t i = 0; i < context.weights.size(); ++i) inverse[i] = 1.0 / context.weights[i];
     auto counted = distributed::distributed_frequency_count(comm, context.keys, inverse, 1);
-    class_size = std::move(counted.records.fk);
+    counted_sizes = std::move(counted.records.fk);
     inverse_weight_sum = std::move(counted.records.fk_weighted);
   } else if (observed_keys.has_missing) {
-    class_size = distributed::distributed_frequency_count(comm, context.keys, {}, 1).records.fk;
-  } else {
-    class_size = context.frequencies.fk;
+    counted_sizes = distributed::distributed_frequency_count(comm, context.keys, {}, 1).records.fk;
   }
+  const std::span<const double> class_size =
+      compat || observed_keys.has_missing ? std::span<const double>(counted_sizes) : std::span<const double>(context.frequencies.fk);
   if (!compat && !sampling_fraction_)
     reject_first_row(context, records, [&](std::size_t i) { return class_size[i] == 1.0 && !(context.weights[i] >= 1.0); },
                      "a sample unique with weight below 1 has no sampling fraction f/F = 1/w in (0, 1] (give "
