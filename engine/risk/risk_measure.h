@@ -64,6 +64,9 @@ class RiskMeasure {
   virtual void run(const RiskContext& context, RiskMeasureOutput& output) = 0;
 };
 
+/// Log-linear model risk τ1, τ2 of the sample uniques (engine/risk/loglinear_measure.cpp).
+std::unique_ptr<RiskMeasure> make_loglinear_measure();
+
 /// Every measure `sdc risk` offers, in the order they run (engine/risk/measures.cpp).
 std::vector<std::unique_ptr<RiskMeasure>> make_risk_measures();
 
