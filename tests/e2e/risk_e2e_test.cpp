@@ -95,7 +95,9 @@ TEST_F(ASmallHouseholdFile, RejectsANonCategoricalKeyAndABadThreshold) {
   EXPECT_EQ(continuous_key.exit_code, 3);
   EXPECT_NE(continuous_key.err.find("'income' is continuous, expected categorical"), std::string::npos) << continuous_key.err;
   EXPECT_EQ(risk({"--keys", "sex", "--k-anonymity", "0"}).exit_code, 2);
-  EXPECT_EQ(risk({"--keys", "sex", "--missing", "wildcard"}).exit_code, 2);
+  EXPECT_EQ(risk({"--keys", "sex", "--missing", "anything"}).exit_code, 2);
+  EXPECT_EQ(risk({"--keys", "sex", "--missing", "wildcard", "--alpha", "1.5"}).exit_code, 2);
+  EXPECT_EQ(risk({"--keys", "sex", "--global-risk-target", "1"}).exit_code, 2);
 }
 
 TEST_F(ASmallHouseholdFile, ResumeSkipsACompletedStepAndReportsItsResults) {
