@@ -186,6 +186,18 @@ double max_over_ranks(const Communicator& comm, double local) {
 
 SubsetCounter make_distributed_subset_counter(const Communicator& comm, const KeyColumns& keys) {
   SDC_CHECK(keys.level_counts.size() == keys.key_count(), "one level count per key");
+  // The dense branch indexes by code: every code must lie in -1..L-1. The first key at fault over all
+  // ranks is named on every rank, so that all ranks throw together.
+  std::int64_t bad_key = static_cast<std::int64_t>(keys.key_count());
+  for (std::size_t j = 0; j < keys.key_count() && bad_key == static_cast<std::int64_t>(keys.key_count()); ++j) {
+    SDC_CHECK(keys.codes[j].size() == keys.record_count(), "key columns of equal length");
+    const std::int32_t levels = keys.level_counts[j];
+    if (std::any_of(keys.codes[j].begin(), keys.codes[j].end(), [&](std::int32_t code) { return code < -1 || code >= levels; }))
+      bad_key = static_cast<std::int64_t>(j);
+  }
+  bad_key = comm.all_reduce_min(bad_key);
+  if (bad_key < static_cast<std::int64_t>(keys.key_count()))
+    throw InvalidInput("suda2: key variable " + std::to_string(bad_key) + " has a code outside its levels");
   return [&comm, &keys](std::span<const std::size_t> subset, std::span<const std::uint64_t> candidates,
                         std::span<std::uint8_t> out) { count_over_ranks(comm, keys, subset, candidates, out); };
 }

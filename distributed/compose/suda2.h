@@ -28,7 +28,8 @@ inline constexpr std::uint64_t kDenseSubsetSpace = std::uint64_t{1} << 16;
 
 /// Collective counter over the records of all ranks: every rank must call it with the same subsets in
 /// the same order (checked: a rank that sees another subset than some other rank throws, on every
-/// rank). Keeps a reference to `keys`, this rank's records.
+/// rank). Keeps a reference to `keys`, this rank's records. Creating it is collective too: a code
+/// outside its key's levels on any rank is an InvalidInput on every rank.
 SubsetCounter make_distributed_subset_counter(const Communicator& comm, const KeyColumns& keys);
 
 /// Collective: the merge of every rank's partial, the same on every rank.

@@ -133,5 +133,15 @@ TEST(DistributedSubsetCounter, ThrowsOnEveryRankWhenRanksCountDifferentSubsets) 
   EXPECT_THROW(counter(subset, flags, counts), InternalError);
 }
 
+TEST(DistributedSubsetCounter, RejectsACodeOutsideItsLevelsOnEveryRank) {
+  // Only the last row is bad, so with several ranks only the last rank sees it.
+  File file = make_file();
+  file.codes[1].back() = kLevels[1];
+  const auto comm = Communicator::world();
+  const auto [first, count] = share(comm);
+  const KeyColumns mine = file.view(first, count);
+  EXPECT_THROW(make_distributed_subset_counter(comm, mine), InvalidInput);
+}
+
 }  // namespace
 }  // namespace sdc::distributed
