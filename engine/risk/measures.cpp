@@ -7,6 +7,7 @@ namespace sdc::engine {
 std::vector<std::unique_ptr<RiskMeasure>> make_risk_measures() {
   std::vector<std::unique_ptr<RiskMeasure>> measures;
   measures.push_back(make_loglinear_measure());
+  measures.push_back(make_suda2_measure());
   return measures;
 }
 

@@ -70,4 +70,7 @@ std::unique_ptr<RiskMeasure> make_loglinear_measure();
 /// Every measure `sdc risk` offers, in the order they run (engine/risk/measures.cpp).
 std::vector<std::unique_ptr<RiskMeasure>> make_risk_measures();
 
+// One factory per measure, defined next to the measure.
+std::unique_ptr<RiskMeasure> make_suda2_measure();  ///< engine/risk/suda2_measure.cpp
+
 }  // namespace sdc::engine
