@@ -64,6 +64,9 @@ class RiskMeasure {
   virtual void run(const RiskContext& context, RiskMeasureOutput& output) = 0;
 };
 
+/// --bootstrap: bootstrap replicates of the class-based risk statistics (engine/risk/bootstrap_measure.cpp).
+std::unique_ptr<RiskMeasure> make_bootstrap_measure();
+
 /// Every measure `sdc risk` offers, in the order they run (engine/risk/measures.cpp).
 std::vector<std::unique_ptr<RiskMeasure>> make_risk_measures();
 
