@@ -8,6 +8,7 @@ std::vector<std::unique_ptr<RiskMeasure>> make_risk_measures() {
   std::vector<std::unique_ptr<RiskMeasure>> measures;
   measures.push_back(make_loglinear_measure());
   measures.push_back(make_suda2_measure());
+  measures.push_back(make_bootstrap_measure());
   return measures;
 }
 

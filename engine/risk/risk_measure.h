@@ -64,13 +64,15 @@ class RiskMeasure {
   virtual void run(const RiskContext& context, RiskMeasureOutput& output) = 0;
 };
 
-/// Log-linear model risk τ1, τ2 of the sample uniques (engine/risk/loglinear_measure.cpp).
+// One factory per measure, defined next to the measure.
+/// --suda2: minimal sample uniques, SUDA and DIS scores (engine/risk/suda2_measure.cpp).
+std::unique_ptr<RiskMeasure> make_suda2_measure();
+/// --loglinear: log-linear model risk τ1, τ2 of the sample uniques (engine/risk/loglinear_measure.cpp).
 std::unique_ptr<RiskMeasure> make_loglinear_measure();
+/// --bootstrap: bootstrap replicates of the class-based risk statistics (engine/risk/bootstrap_measure.cpp).
+std::unique_ptr<RiskMeasure> make_bootstrap_measure();
 
 /// Every measure `sdc risk` offers, in the order they run (engine/risk/measures.cpp).
 std::vector<std::unique_ptr<RiskMeasure>> make_risk_measures();
-
-// One factory per measure, defined next to the measure.
-std::unique_ptr<RiskMeasure> make_suda2_measure();  ///< engine/risk/suda2_measure.cpp
 
 }  // namespace sdc::engine

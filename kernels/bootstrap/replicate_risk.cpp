@@ -28,9 +28,10 @@ struct BatchTotals {
   std::vector<std::uint64_t> sample_uniques;
   std::vector<std::uint64_t> records_below_k;
   std::vector<FixedPointSum> expected;
+  std::vector<std::uint64_t> unique_survivors;
 
   explicit BatchTotals(std::size_t batch)
-      : records(batch), sample_uniques(batch), records_below_k(batch), expected(batch) {}
+      : records(batch), sample_uniques(batch), records_below_k(batch), expected(batch), unique_survivors(batch) {}
 
   void merge(const BatchTotals& other) {
     for (std::size_t b = 0; b < records.size(); ++b) {
@@ -38,6 +39,7 @@ struct BatchTotals {
       sample_uniques[b] += other.sample_uniques[b];
       records_below_k[b] += other.records_below_k[b];
       expected[b].merge(other.expected[b]);
+      unique_survivors[b] += other.unique_survivors[b];
     }
   }
 };
@@ -74,6 +76,7 @@ void accumulate_classes(const ReplicateRiskPlan& plan, const Multiplicity* multi
       const Multiplicity* row = multiplicities + std::size_t{plan.record_unit[first]} * batch;
       for (std::size_t b = 0; b < batch; ++b) {
         if (row[b] != 0) add_record_alone(first, b, row[b]);
+        if (row[b] == 1) ++totals.unique_survivors[b];
       }
       continue;
     }
@@ -130,6 +133,8 @@ void store_batch(const BatchTotals& totals, std::size_t offset, ReplicateRiskPar
   std::copy(totals.records_below_k.begin(), totals.records_below_k.end(),
             partial.records_below_k.begin() + static_cast<std::ptrdiff_t>(offset));
   std::copy(totals.expected.begin(), totals.expected.end(), partial.expected.begin() + static_cast<std::ptrdiff_t>(offset));
+  std::copy(totals.unique_survivors.begin(), totals.unique_survivors.end(),
+            partial.unique_survivors.begin() + static_cast<std::ptrdiff_t>(offset));
 }
 
 ReplicateRiskPartial empty_partial(std::uint64_t first_replicate, std::size_t replicates) {
@@ -139,6 +144,7 @@ ReplicateRiskPartial empty_partial(std::uint64_t first_replicate, std::size_t re
   partial.sample_uniques.resize(replicates);
   partial.records_below_k.resize(replicates);
   partial.expected.resize(replicates);
+  partial.unique_survivors.resize(replicates);
   return partial;
 }
 
@@ -175,6 +181,7 @@ void ReplicateRiskPartial::merge(const ReplicateRiskPartial& other) {
     sample_uniques[b] += other.sample_uniques[b];
     records_below_k[b] += other.records_below_k[b];
     expected[b].merge(other.expected[b]);
+    unique_survivors[b] += other.unique_survivors[b];
   }
 }
 
@@ -297,6 +304,7 @@ ReplicateRiskSeries replicate_risk_finalize(const ReplicateRiskPartial& total) {
   series.records = total.records;
   series.sample_uniques = total.sample_uniques;
   series.records_below_k = total.records_below_k;
+  series.unique_survivors = total.unique_survivors;
   series.expected_reidentifications.resize(total.replicate_count());
   series.global_risk.resize(total.replicate_count());
   for (std::size_t b = 0; b < total.replicate_count(); ++b) {

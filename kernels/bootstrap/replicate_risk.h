@@ -121,6 +121,10 @@ struct ReplicateRiskPartial {
   std::vector<std::uint64_t> sample_uniques;   ///< classes with f^(b) = 1
   std::vector<std::uint64_t> records_below_k;  ///< Σ f^(b) over classes with 0 < f^(b) < k
   std::vector<FixedPointSum> expected;         ///< ER^(b)
+  /// Full-sample uniques (classes of one record) whose record is drawn exactly once: still unique in
+  /// the replicate (its class holds only its own copies). bootstrap.md §3: a fraction e^-1 under the
+  /// Poisson bootstrap.
+  std::vector<std::uint64_t> unique_survivors;
 
   std::size_t replicate_count() const { return records.size(); }
   /// Adds a partial of the same replicate range (InternalError otherwise).
@@ -143,6 +147,7 @@ struct ReplicateRiskSeries {
   std::vector<std::uint64_t> records_below_k;
   std::vector<double> expected_reidentifications;  ///< ER^(b)
   std::vector<double> global_risk;                 ///< ER^(b) / n^(b); 0 when n^(b) = 0
+  std::vector<std::uint64_t> unique_survivors;     ///< full-sample uniques drawn exactly once
 };
 ReplicateRiskSeries replicate_risk_finalize(const ReplicateRiskPartial& total);
 

@@ -89,6 +89,7 @@ TEST(ReplicateRiskOracle, UniqueSurvivalIsOneOverEForOneToFourRanks) {
       EXPECT_EQ(run_split(uniques, ranks, interleaved, kUniques, design, 0, kReplicates), one_rank) << ranks;
     }
   }
+  EXPECT_EQ(one_rank.unique_survivors, one_rank.sample_uniques) << "every class is a full-sample unique";
   const double survived = static_cast<double>(std::accumulate(one_rank.sample_uniques.begin(),
                                                               one_rank.sample_uniques.end(), std::uint64_t{0}));
   const double trials = double{kUniques} * kReplicates;
@@ -247,6 +248,8 @@ TEST(ReplicateRisk, ReplicateStatisticsMatchABruteForceRecount) {
   for (std::size_t b = 0; b < 6; ++b) {
     std::vector<double> f(census.classes, 0.0);
     std::vector<double> F(census.classes, 0.0);
+    std::vector<std::uint64_t> size(census.classes, 0);
+    for (std::size_t i = 0; i < r.record_class.size(); ++i) ++size[r.record_class[i]];
     for (std::size_t i = 0; i < r.record_class.size(); ++i) {
       const double mi = m[b * census.households + r.units[i]];
       f[r.record_class[i]] += mi;
@@ -255,9 +258,11 @@ TEST(ReplicateRisk, ReplicateStatisticsMatchABruteForceRecount) {
     std::vector<double> drawn_f;
     std::vector<double> drawn_F;
     std::uint64_t uniques = 0;
+    std::uint64_t survivors = 0;
     std::uint64_t below = 0;
     std::uint64_t n = 0;
     for (std::size_t c = 0; c < census.classes; ++c) {
+      if (size[c] == 1 && f[c] == 1) ++survivors;
       if (f[c] == 0) continue;
       drawn_f.push_back(f[c]);
       drawn_F.push_back(F[c]);
@@ -270,6 +275,8 @@ TEST(ReplicateRisk, ReplicateStatisticsMatchABruteForceRecount) {
     for (std::size_t j = 0; j < drawn_f.size(); ++j) expected += drawn_f[j] * risk.risk[j];
     EXPECT_EQ(series.records[b], n) << b;
     EXPECT_EQ(series.sample_uniques[b], uniques) << b;
+    EXPECT_EQ(series.unique_survivors[b], survivors) << b;
+    EXPECT_LE(series.unique_survivors[b], series.sample_uniques[b]) << b;
     EXPECT_EQ(series.records_below_k[b], below) << b;
     EXPECT_NEAR(series.expected_reidentifications[b], expected, 1e-12 * expected) << b;
   }
