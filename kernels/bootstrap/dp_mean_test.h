@@ -39,8 +39,22 @@
 //   Householder reflection. The last eigenvector (S⁰, a sign) needs no draw: v vᵀ does not depend on it.
 // * Laplace noise is added to the eigenvalues of C in decreasing order, and λ̄_i is paired with the i-th
 //   drawn eigenvector (the most concentrated first), as in Amin et al.
+// * The eigenvector sampler accepts a proposal u with probability exp(-uᵀAu) (uᵀΩu)^(q/2) / M (Kent et al.);
+//   Algorithm 4 as printed divides by (uᵀΩu)^(q/2), which is not bounded by 1 and is taken for a misprint.
 // * The χ² critical value is the (1 - α) quantile of χ²_d, from a hand-written regularised incomplete
 //   gamma function (no special-function library is among the dependencies); accurate to ~1e-12.
+//
+// Against the paper's Table 1 (B = 200, 1 000 trials per cell, bench/risk/dp_mean_test_bench.cpp, seed
+// 20220920): for d = 10 the bootstrap test's levels lie in 0.037-0.068 over n = 10²..10⁵ and ε = 0.1..5
+// (published 0.038-0.069). For d = 30 two cells leave 0.05 ± 0.02: 0.021 at n = 100, ε = 5 and 0.079 at
+// n = 10⁴, ε = 5 (published 0.044 and 0.062), and several lie at 0.032-0.039. Both come from ED's
+// eigenvalue noise, Laplace of scale 2(d + 1)/(ε/4) on C = n Σ̂/(d m²): where it is large against C's
+// eigenvalues (small n) Σ^DP is several times Σ and the bootstrap's sampling part is too wide
+// (conservative); where it is a sizeable fraction (n = 10⁴, d = 30: about 45%) the released t^DP, whose
+// S⁻¹ is noisy, is more spread than the bootstrap's (E[1/λ̄] > 1/E[λ̄]; liberal). The asymptotic test
+// over-rejects as published at small n (1.000 for d = 10, ε = 0.1; 0.82 at n = 100, ε = 5 against the
+// published 0.990) but less than published at moderate n ε (d = 10, ε = 5: 0.119 at n = 10⁴ against
+// 0.181): the paper's privatisation evidently differs from the text in a scale we cannot recover.
 //
 // Random numbers (docs/rng.md, StepId kDpMeanTest): key (seed, 11); counter (sample, draw, replicate,
 // attempt) with sample 0 = X, 1 = Y; replicate 0 is the released statistic, b = 1..B the bootstrap
