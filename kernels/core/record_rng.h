@@ -31,6 +31,7 @@ enum class StepId : std::uint64_t {
   kBootstrapReplicate = 8,   ///< replicate multiplicities (unit = resampling unit or tree node; replicate = b)
   kBootstrapParametric = 9,  ///< parametric bootstrap: f* drawn from a fitted model (unit = cell; replicate = b)
   kRiskSimulation = 10,      ///< synthetic populations and samples of the risk estimators' accuracy tests
+  kDpMeanTest = 11,  ///< DP mean test (bootstrap/dp_mean_test.h): privacy noise (unit = sample; replicate = b)
 };
 
 /// The four counter words. `unit` is a global id: record (row id), household, cell or tree node.
@@ -75,6 +76,17 @@ inline std::pair<double, double> normal_pair_from_bits(std::uint64_t a, std::uin
   const double u2 = RecordRng::uniform_from_bits(b);
   const double r = std::sqrt(-2.0 * std::log(u1));
   return {r * std::cos(kTwoPi * u2), r * std::sin(kTwoPi * u2)};
+}
+
+/// A Laplace(0, scale) draw by inversion from one 64-bit word: with k its top 53 bits, u = (k + 1/2) · 2^-53
+/// in (0, 1); scale · ln(2u) for u < 1/2, -scale · ln(2 - 2u) otherwise. Both arguments are odd multiples
+/// of 2^-53, formed exactly from integers (2 - 2u in doubles would round to 0 at the top word), so the draw
+/// is finite and words k and 2^53 - 1 - k give opposite values.
+inline double laplace_from_bits(std::uint64_t x, double scale) {
+  const std::uint64_t k = x >> 11;
+  constexpr std::uint64_t kHalf = std::uint64_t{1} << 52;
+  if (k < kHalf) return scale * std::log(static_cast<double>(2 * k + 1) * 0x1.0p-53);
+  return -scale * std::log(static_cast<double>((std::uint64_t{1} << 54) - 2 * k - 1) * 0x1.0p-53);
 }
 
 /// A categorical draw from cumulative weights (non-decreasing, last entry the total, > 0): the
