@@ -9,6 +9,7 @@
 
 #include "distributed/comm.h"
 #include "kernels/core/record_rng.h"
+#include "tests/distributed/rank_split.h"
 
 namespace sdc::distributed {
 namespace {
@@ -22,12 +23,7 @@ struct File {
   std::vector<double> weights;
   std::vector<std::int32_t> strata;  ///< 7 strata, arbitrary order over the rows
 
-  KeyColumns view(std::int64_t first, std::int64_t count) const {
-    KeyColumns keys;
-    keys.level_counts = kLevels;
-    for (const auto& c : codes) keys.codes.emplace_back(c.data() + first, static_cast<std::size_t>(count));
-    return keys;
-  }
+  KeyColumns view(std::int64_t first, std::int64_t count) const { return key_columns_of(codes, kLevels, first, count); }
 };
 
 File make_file() {
@@ -45,14 +41,6 @@ File make_file() {
   return file;
 }
 
-/// Uneven shares: rank r holds rows [kRows r^2 / R^2, kRows (r+1)^2 / R^2).
-std::pair<std::size_t, std::size_t> share(const Communicator& comm) {
-  const std::int64_t ranks = comm.size(), r = comm.rank();
-  const std::int64_t first = kRows * r * r / (ranks * ranks);
-  const std::int64_t end = kRows * (r + 1) * (r + 1) / (ranks * ranks);
-  return {static_cast<std::size_t>(first), static_cast<std::size_t>(end - first)};
-}
-
 void expect_same_series(const ReplicateRiskSeries& a, const ReplicateRiskSeries& b) {
   EXPECT_EQ(a.first_replicate, b.first_replicate);
   EXPECT_EQ(a.records, b.records);
@@ -65,7 +53,7 @@ void expect_same_series(const ReplicateRiskSeries& a, const ReplicateRiskSeries&
 
 void expect_equals_kernel(const File& file, std::span<const std::uint64_t> all_units, const ReplicateDesign& design) {
   const auto comm = Communicator::world();
-  const auto [first, count] = share(comm);
+  const auto [first, count] = uneven_share<std::size_t>(comm, kRows);
   ReplicateRiskOptions options;
   options.risk.weighted = true;
   options.k = 4;
@@ -98,7 +86,7 @@ TEST(DistributedReplicateRisk, MultinomialReplicatesEqualTheKernelInOneProcess) 
 TEST(DistributedReplicateRisk, NumbersUnitsWithinStrataInFileOrderForAnyPartition) {
   const File file = make_file();
   const auto comm = Communicator::world();
-  const auto [first, count] = share(comm);
+  const auto [first, count] = uneven_share<std::size_t>(comm, kRows);
   const auto numbered = number_units_within_strata(comm, std::span(file.strata).subspan(first, count), 7);
 
   // Sequentially: stratum h's units, in row order, get offsets[h], offsets[h] + 1, ...

@@ -11,6 +11,7 @@
 #include "distributed/comm.h"
 #include "kernels/core/error.h"
 #include "kernels/core/record_rng.h"
+#include "tests/distributed/rank_split.h"
 
 namespace sdc::distributed {
 namespace {
@@ -22,12 +23,7 @@ const std::vector<std::int32_t> kLevels{2, 60, 4, 400, 6, 300};
 struct File {
   std::vector<std::vector<std::int32_t>> codes;
 
-  KeyColumns view(std::int64_t first, std::int64_t count) const {
-    KeyColumns keys;
-    keys.level_counts = kLevels;
-    for (const auto& c : codes) keys.codes.emplace_back(c.data() + first, static_cast<std::size_t>(count));
-    return keys;
-  }
+  KeyColumns view(std::int64_t first, std::int64_t count) const { return key_columns_of(codes, kLevels, first, count); }
 };
 
 /// Skewed codes (the square of a uniform: low codes common, high codes rare), some missing in key 2.
@@ -45,18 +41,10 @@ File make_file() {
   return file;
 }
 
-/// Uneven shares: rank r holds rows [kRows r^2 / R^2, kRows (r+1)^2 / R^2), so rank 0 holds fewest.
-std::pair<std::int64_t, std::int64_t> share(const Communicator& comm) {
-  const std::int64_t ranks = comm.size(), r = comm.rank();
-  const std::int64_t first = kRows * r * r / (ranks * ranks);
-  const std::int64_t end = kRows * (r + 1) * (r + 1) / (ranks * ranks);
-  return {first, end - first};
-}
-
 void expect_equals_kernel(const Suda2Options& options) {
   const File file = make_file();
   const auto comm = Communicator::world();
-  const auto [first, count] = share(comm);
+  const auto [first, count] = uneven_share(comm, kRows);
   const KeyColumns mine = file.view(first, count);
   const DistributedSuda2 distributed = distributed_suda2(comm, mine, options);
 
@@ -104,7 +92,7 @@ TEST(DistributedSubsetCounter, CountsEveryFlaggedRecordOverAllRanks) {
   // Key pair (3, 5): 401 x 301 tuples, the shuffle; key 0 alone: dense. Every record flagged.
   const File file = make_file();
   const auto comm = Communicator::world();
-  const auto [first, count] = share(comm);
+  const auto [first, count] = uneven_share(comm, kRows);
   const KeyColumns mine = file.view(first, count);
   const KeyColumns all = file.view(0, kRows);
   const auto distributed = make_distributed_subset_counter(comm, mine);
@@ -124,7 +112,7 @@ TEST(DistributedSubsetCounter, ThrowsOnEveryRankWhenRanksCountDifferentSubsets) 
   const auto comm = Communicator::world();
   if (comm.size() == 1) GTEST_SKIP() << "needs two ranks";
   const File file = make_file();
-  const auto [first, count] = share(comm);
+  const auto [first, count] = uneven_share(comm, kRows);
   const KeyColumns mine = file.view(first, count);
   const auto counter = make_distributed_subset_counter(comm, mine);
   RecordBits flags(record_bit_words(static_cast<std::size_t>(count)), ~std::uint64_t{0});
@@ -138,7 +126,7 @@ TEST(DistributedSubsetCounter, RejectsACodeOutsideItsLevelsOnEveryRank) {
   File file = make_file();
   file.codes[1].back() = kLevels[1];
   const auto comm = Communicator::world();
-  const auto [first, count] = share(comm);
+  const auto [first, count] = uneven_share(comm, kRows);
   const KeyColumns mine = file.view(first, count);
   EXPECT_THROW(make_distributed_subset_counter(comm, mine), InvalidInput);
 }

@@ -10,6 +10,7 @@
 #include "kernels/core/error.h"
 #include "kernels/core/record_rng.h"
 #include "kernels/risk/wildcard_frequency.h"
+#include "tests/distributed/rank_split.h"
 
 namespace sdc::distributed {
 namespace {
@@ -21,13 +22,7 @@ struct File {
   std::vector<std::vector<std::int32_t>> codes;
   std::vector<double> weights;
 
-  KeyColumns view(std::int64_t first, std::int64_t count) const {
-    KeyColumns keys;
-    keys.level_counts = kLevels;
-    for (const auto& c : codes)
-      keys.codes.emplace_back(c.data() + first, static_cast<std::size_t>(count));
-    return keys;
-  }
+  KeyColumns view(std::int64_t first, std::int64_t count) const { return key_columns_of(codes, kLevels, first, count); }
 };
 
 /// Codes and weights as functions of the row id; `missing_rate[j]` of key j missing.
@@ -47,17 +42,9 @@ File make_file(const std::vector<double>& missing_rate) {
   return file;
 }
 
-/// Uneven shares: rank r holds rows [kRows r^2 / R^2, kRows (r+1)^2 / R^2), so rank 0 holds fewest.
-std::pair<std::int64_t, std::int64_t> share(const Communicator& comm) {
-  const std::int64_t ranks = comm.size(), r = comm.rank();
-  const std::int64_t first = kRows * r * r / (ranks * ranks);
-  const std::int64_t end = kRows * (r + 1) * (r + 1) / (ranks * ranks);
-  return {first, end - first};
-}
-
 void expect_equals_kernel(const File& file, double alpha, std::int64_t k) {
   const auto comm = Communicator::world();
-  const auto [first, count] = share(comm);
+  const auto [first, count] = uneven_share(comm, kRows);
   const auto distributed = distributed_wildcard_frequency_count(
       comm, file.view(first, count), std::span(file.weights).subspan(static_cast<std::size_t>(first), static_cast<std::size_t>(count)),
       alpha, k);
@@ -94,7 +81,7 @@ TEST(DistributedWildcardFrequency, EqualsTheKernelWhenOnlyTheLastRowsHaveMissing
 TEST(DistributedWildcardFrequency, WithoutMissingKeysIsTheCompleteFrequencyCountBitForBit) {
   const File file = make_file({0, 0, 0, 0, 0});
   const auto comm = Communicator::world();
-  const auto [first, count] = share(comm);
+  const auto [first, count] = uneven_share(comm, kRows);
   const auto keys = file.view(first, count);
   const auto weights = std::span(file.weights).subspan(static_cast<std::size_t>(first), static_cast<std::size_t>(count));
   const auto wildcard = distributed_wildcard_frequency_count(comm, keys, weights, 0.5, 3);
@@ -110,7 +97,7 @@ TEST(DistributedWildcardFrequency, WithoutMissingKeysIsTheCompleteFrequencyCount
 TEST(DistributedWildcardFrequency, RejectsAlphaOutsideTheUnitIntervalOnEveryRank) {
   const File file = make_file({0.1, 0, 0, 0, 0});
   const auto comm = Communicator::world();
-  const auto [first, count] = share(comm);
+  const auto [first, count] = uneven_share(comm, kRows);
   EXPECT_THROW(distributed_wildcard_frequency_count(comm, file.view(first, count), {}, 1.25, 3), InvalidJob);
 }
 

@@ -10,6 +10,7 @@
 #include <set>
 #include <sstream>
 
+#include "tests/support/risk_runs.h"
 #include "tests/support/sdc_process.h"
 
 namespace sdc::testing {
@@ -17,19 +18,10 @@ namespace {
 
 const std::map<std::string, std::string> kSeed{{"SDC_SEED", "20260517"}};
 
-/// risk.md oracle "E francdat" with household ids.
-constexpr const char* kFrancdat =
-    "hid,Key1,Key2,Key3,Key4,w\n"
-    "1,1,2,5,1,18\n1,1,2,1,1,45.5\n2,1,2,1,1,39\n2,3,3,1,5,17\n2,4,3,1,4,541\n3,4,3,1,1,8\n4,6,2,1,5,5\n4,1,2,5,1,92\n";
-
+/// Holds risk.md oracle "E francdat" with household ids as f.h5.
 class ABootstrap : public ::testing::Test {
  protected:
-  void SetUp() override {
-    write_text(dir_ / "f.csv", kFrancdat);
-    const auto imported = run_sdc({"import", (dir_ / "f.csv").string(), "-o", (dir_ / "f.h5").string(), "--role",
-                                   "household=hid", "--role", "weight=w", "--role", "key=Key1,Key2,Key3,Key4"});
-    ASSERT_EQ(imported.exit_code, 0) << imported.err;
-  }
+  void SetUp() override { import_francdat_with_households(dir_); }
 
   /// A household sample of a generated census (about 4 500 persons, weights above 1), made once.
   const std::filesystem::path& census() {

@@ -4,21 +4,10 @@
 
 #include <nlohmann/json.hpp>
 
-#include <sstream>
-
 #include "tests/support/sdc_process.h"
 
 namespace sdc::testing {
 namespace {
-
-
-std::vector<std::string> column(const std::vector<std::vector<std::string>>& rows, const std::string& name) {
-  const auto& header = rows.at(0);
-  const auto index = static_cast<std::size_t>(std::find(header.begin(), header.end(), name) - header.begin());
-  std::vector<std::string> values;
-  for (std::size_t r = 1; r < rows.size(); ++r) values.push_back(rows[r].at(index));
-  return values;
-}
 
 TEST(SdcRisk, ReproducesTheFrancdatOracle) {
   const auto francdat = shared_data("francdat.csv");
@@ -32,11 +21,11 @@ TEST(SdcRisk, ReproducesTheFrancdatOracle) {
   ASSERT_EQ(run_sdc({"export", (dir / "r.h5").string(), "-o", (dir / "r.csv").string()}).exit_code, 0);
   const auto rows = read_csv_fields(dir / "r.csv");
   // risk.md, oracle "E francdat".
-  EXPECT_EQ(column(rows, "fk"), (std::vector<std::string>{"2", "2", "2", "1", "1", "1", "1", "2"}));
-  EXPECT_EQ(column(rows, "fk_weighted"), (std::vector<std::string>{"110", "84.5", "84.5", "17", "541", "8", "5", "110"}));
-  EXPECT_EQ(column(rows, "violates_k_anonymity"),
+  EXPECT_EQ(csv_column(rows, "fk"), (std::vector<std::string>{"2", "2", "2", "1", "1", "1", "1", "2"}));
+  EXPECT_EQ(csv_column(rows, "fk_weighted"), (std::vector<std::string>{"110", "84.5", "84.5", "17", "541", "8", "5", "110"}));
+  EXPECT_EQ(csv_column(rows, "violates_k_anonymity"),
             (std::vector<std::string>{"false", "false", "false", "true", "true", "true", "true", "false"}));
-  EXPECT_EQ(column(rows, "Num1").size(), 8U) << "the input's variables are kept";
+  EXPECT_EQ(csv_column(rows, "Num1").size(), 8U) << "the input's variables are kept";
 
   EXPECT_EQ(validate_report(dir / "r.json"), "");
   const auto report = nlohmann::json::parse(read_text(dir / "r.json"));
@@ -77,7 +66,7 @@ TEST_F(ASmallHouseholdFile, TreatsMissingAsALevelWithMissingCategory) {
   const auto result = risk({"--keys", "sex,age", "--missing", "category", "--report", (dir_ / "r.json").string()});
   ASSERT_EQ(result.exit_code, 0) << result.err;
   ASSERT_EQ(run_sdc({"export", (dir_ / "out.h5").string(), "-o", (dir_ / "out.csv").string()}).exit_code, 0);
-  EXPECT_EQ(column(read_csv_fields(dir_ / "out.csv"), "fk"), (std::vector<std::string>{"1", "2", "2", "1"}));
+  EXPECT_EQ(csv_column(read_csv_fields(dir_ / "out.csv"), "fk"), (std::vector<std::string>{"1", "2", "2", "1"}));
   EXPECT_EQ(validate_report(dir_ / "r.json"), "");
 }
 

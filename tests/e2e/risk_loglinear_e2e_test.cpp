@@ -6,37 +6,12 @@
 #include <nlohmann/json.hpp>
 
 #include <cmath>
-#include <sstream>
 
+#include "tests/support/risk_runs.h"
 #include "tests/support/sdc_process.h"
 
 namespace sdc::testing {
 namespace {
-
-std::vector<std::vector<std::string>> read_csv(const std::filesystem::path& path) {
-  std::vector<std::vector<std::string>> rows;
-  std::istringstream in(read_text(path));
-  std::string line;
-  while (std::getline(in, line)) {
-    std::vector<std::string> fields;
-    std::string field;
-    std::istringstream parts(line);
-    while (std::getline(parts, field, ',')) fields.push_back(field);
-    rows.push_back(fields);
-  }
-  return rows;
-}
-
-std::vector<double> numbers(const std::vector<std::vector<std::string>>& rows, const std::string& name) {
-  const auto& header = rows.at(0);
-  const auto it = std::find(header.begin(), header.end(), name);
-  EXPECT_NE(it, header.end()) << name;
-  if (it == header.end()) return {};
-  const auto index = static_cast<std::size_t>(it - header.begin());
-  std::vector<double> values;
-  for (std::size_t r = 1; r < rows.size(); ++r) values.push_back(std::stod(rows[r].at(index)));
-  return values;
-}
 
 /// The sample 2x2 table [[1,3],[4,2]] of the oracle as ten records (a, b), all with weight `weight`;
 /// the sample unique is the first record.
@@ -69,12 +44,8 @@ class LogLinearToy : public ::testing::Test {
   /// Runs sdc risk with `flags`; returns the loglinear results and the output's rows.
   std::pair<nlohmann::json, std::vector<std::vector<std::string>>> risk(const std::vector<std::string>& flags,
                                                                         const std::map<std::string, std::string>& env = {}) {
-    const auto result = run_sdc(args(flags), env);
-    EXPECT_EQ(result.exit_code, 0) << result.err;
-    EXPECT_EQ(validate_report(dir_ / "r.json"), "");
-    EXPECT_EQ(run_sdc({"export", (dir_ / "r.h5").string(), "-o", (dir_ / "r.csv").string()}).exit_code, 0);
-    const auto report = nlohmann::json::parse(read_text(dir_ / "r.json"));
-    return {report["steps"][0]["results"]["loglinear"], read_csv(dir_ / "r.csv")};
+    const auto [rows, results] = run_and_read_back(args(flags), dir_ / "r.h5", dir_ / "r.json", env);
+    return {results["loglinear"], rows};
   }
 
   /// Runs sdc risk with `flags`, expecting `exit_code`, a message containing `message`, and no output.
@@ -102,8 +73,8 @@ TEST_F(LogLinearToy, GivesThePaperTausOfTheOracleWithAScalarSamplingFraction) {
   EXPECT_EQ(results["parameters"], 3);
   EXPECT_TRUE(results["converged"].get<bool>());
   EXPECT_NEAR(results["log_likelihood"].get<double>(), -6.2986980, 5e-7);
-  const auto risk = numbers(rows, "loglinear_risk");
-  const auto inverse = numbers(rows, "loglinear_expected_inverse");
+  const auto risk = csv_numbers(rows, "loglinear_risk");
+  const auto inverse = csv_numbers(rows, "loglinear_expected_inverse");
   ASSERT_EQ(risk.size(), 10U);
   EXPECT_NEAR(risk[0], std::exp(-3.0), 1e-12);
   EXPECT_NEAR(inverse[0], (1 - std::exp(-3.0)) / 3, 1e-12);

@@ -7,42 +7,13 @@
 
 #include <algorithm>
 #include <cmath>
-#include <sstream>
 
+#include "tests/support/expectations.h"
+#include "tests/support/risk_runs.h"
 #include "tests/support/sdc_process.h"
 
 namespace sdc::testing {
 namespace {
-
-std::vector<std::vector<std::string>> read_csv(const std::filesystem::path& path) {
-  std::vector<std::vector<std::string>> rows;
-  std::istringstream in(read_text(path));
-  std::string line;
-  while (std::getline(in, line)) {
-    std::vector<std::string> fields;
-    std::string field;
-    std::istringstream parts(line);
-    while (std::getline(parts, field, ',')) fields.push_back(field);
-    rows.push_back(fields);
-  }
-  return rows;
-}
-
-std::vector<double> numbers(const std::vector<std::vector<std::string>>& rows, const std::string& name) {
-  const auto& header = rows.at(0);
-  const auto it = std::find(header.begin(), header.end(), name);
-  EXPECT_NE(it, header.end()) << name;
-  if (it == header.end()) return {};
-  const auto index = static_cast<std::size_t>(it - header.begin());
-  std::vector<double> values;
-  for (std::size_t r = 1; r < rows.size(); ++r) values.push_back(std::stod(rows[r].at(index)));
-  return values;
-}
-
-void expect_near(const std::vector<double>& actual, const std::vector<double>& expected, double tolerance) {
-  ASSERT_EQ(actual.size(), expected.size());
-  for (std::size_t i = 0; i < expected.size(); ++i) EXPECT_NEAR(actual[i], expected[i], tolerance) << "record " << i + 1;
-}
 
 /// risk.md §11 "E SUDA2": keys (a,b,c).
 constexpr const char* kOracle = "a,b,c\n1,1,1\n1,1,2\n1,2,1\n2,2,1\n2,3,1\n2,3,1\n3,3,2\n";
@@ -64,11 +35,7 @@ class Suda2Oracle : public ::testing::Test {
     std::vector<std::string> args{"risk", "-i", (dir_ / (input + ".h5")).string(), "-o", (dir_ / "r.h5").string(),
                                   "--keys", "a,b,c", "--suda2", "--report", (dir_ / "r.json").string()};
     args.insert(args.end(), flags.begin(), flags.end());
-    const auto result = run_sdc(args);
-    EXPECT_EQ(result.exit_code, 0) << result.err;
-    EXPECT_EQ(validate_report(dir_ / "r.json"), "");
-    EXPECT_EQ(run_sdc({"export", (dir_ / "r.h5").string(), "-o", (dir_ / "r.csv").string()}).exit_code, 0);
-    return {read_csv(dir_ / "r.csv"), nlohmann::json::parse(read_text(dir_ / "r.json"))["steps"][0]["results"]};
+    return run_and_read_back(args, dir_ / "r.h5", dir_ / "r.json");
   }
 
   /// A run that must fail with a usage error naming `fragment` and leave no output.
@@ -87,8 +54,8 @@ class Suda2Oracle : public ::testing::Test {
 
 TEST_F(Suda2Oracle, GivesTheScoresAndDisScoresOfTheOracle) {
   const auto [rows, results] = suda2({});
-  expect_near(numbers(rows, "suda_score"), {1, 2, 1, 1, 0, 0, 3}, 0);
-  expect_near(numbers(rows, "dis_score"), {0.01822, 0.04226, 0.01822, 0.01822, 0, 0, 0.06826}, 5e-6);
+  expect_all_near(csv_numbers(rows, "suda_score"), {1, 2, 1, 1, 0, 0, 3}, 0);
+  expect_all_near(csv_numbers(rows, "dis_score"), {0.01822, 0.04226, 0.01822, 0.01822, 0, 0, 0.06826}, 5e-6);
   const auto& suda = results["suda2"];
   EXPECT_EQ(suda["max_size"], 3);
   EXPECT_EQ(suda["dis_fraction"], 0.01);
@@ -118,14 +85,14 @@ TEST_F(Suda2Oracle, GivesTheContributionsOfEveryKeyAndLevel) {
                                                         {{"level", "2"}, {"percent", 20.0}},
                                                         {{"level", "3"}, {"percent", 40.0}}}));
   EXPECT_EQ(contributions[2]["levels"], (nlohmann::json{{{"level", "1"}, {"percent", 25.0}}, {{"level", "2"}, {"percent", 75.0}}}));
-  expect_near(numbers(rows, "suda_score"), {1, 2, 1, 1, 0, 0, 3}, 0);
+  expect_all_near(csv_numbers(rows, "suda_score"), {1, 2, 1, 1, 0, 0, 3}, 0);
 }
 
 TEST_F(Suda2Oracle, IhsnWeightsScoreSizesByTheirShareOfSubsets) {
   // (2^(M-s) - 1) / C(M, s) with M = 3: 1, 1/3 and 0 for sizes 1, 2 and 3.
   const auto [rows, results] = suda2({"--suda2-weights", "ihsn"});
-  expect_near(numbers(rows, "suda_score"), {1.0 / 3, 2.0 / 3, 1.0 / 3, 1.0 / 3, 0, 0, 4.0 / 3}, 1e-12);
-  const auto dis = numbers(rows, "dis_score");
+  expect_all_near(csv_numbers(rows, "suda_score"), {1.0 / 3, 2.0 / 3, 1.0 / 3, 1.0 / 3, 0, 0, 4.0 / 3}, 1e-12);
+  const auto dis = csv_numbers(rows, "dis_score");
   EXPECT_NEAR(dis[0], 0.0178436, 5e-8);
   EXPECT_NEAR(dis[6], 0.0931947, 5e-8);
   EXPECT_EQ(results["suda2"]["weights"], "ihsn");
@@ -134,20 +101,20 @@ TEST_F(Suda2Oracle, IhsnWeightsScoreSizesByTheirShareOfSubsets) {
 TEST_F(Suda2Oracle, MaximumSizeOneKeepsOnlySingleKeyMsus) {
   // Only record 7 is unique on one key (a = 3): weight (3 - 1)! = 2.
   const auto [rows, results] = suda2({"--suda2-max-size", "1"});
-  expect_near(numbers(rows, "suda_score"), {0, 0, 0, 0, 0, 0, 2}, 0);
+  expect_all_near(csv_numbers(rows, "suda_score"), {0, 0, 0, 0, 0, 0, 2}, 0);
   EXPECT_EQ(results["suda2"]["max_size"], 1);
   EXPECT_EQ(results["suda2"]["msus_by_size"], (nlohmann::json{{{"size", 1}, {"msus", 1}}}));
   // U and D do not depend on the maximum size; DIS of the only scored record: A = 2^-1.25.
   EXPECT_EQ(results["suda2"]["U"], 5);
-  EXPECT_GT(numbers(rows, "dis_score")[6], 0.0);
+  EXPECT_GT(csv_numbers(rows, "dis_score")[6], 0.0);
 }
 
 TEST_F(Suda2Oracle, DisFractionEntersOnlyTheDisScores) {
   const auto [rows, results] = suda2({"--dis-fraction", "0.5"});
-  expect_near(numbers(rows, "suda_score"), {1, 2, 1, 1, 0, 0, 3}, 0);
+  expect_all_near(csv_numbers(rows, "suda_score"), {1, 2, 1, 1, 0, 0, 3}, 0);
   // Dis = U phi / (U phi + D (1 - phi)) = 5/7; U/Dis - U = 2; A = 3 + 2^-1.25 + 3^-1.25.
   const double a = 3.0 + std::pow(2.0, -1.25) + std::pow(3.0, -1.25);
-  const auto dis = numbers(rows, "dis_score");
+  const auto dis = csv_numbers(rows, "dis_score");
   EXPECT_NEAR(dis[0], 1.0 / (1.0 + 2.0 / a), 1e-12);
   EXPECT_NEAR(dis[6], 1.0 / (1.0 + 2.0 / (std::pow(3.0, 1.25) * a)), 1e-12);
   EXPECT_EQ(results["suda2"]["dis_fraction"], 0.5);
@@ -157,8 +124,8 @@ TEST_F(Suda2Oracle, AMissingKeyValueNeverFormsAnMsu) {
   // Record 7's a missing: it keeps only {b,c}; missing is a value of its own for U and D.
   import("m", "a,b,c\n1,1,1\n1,1,2\n1,2,1\n2,2,1\n2,3,1\n2,3,1\n,3,2\n");
   const auto [rows, results] = suda2({"--missing", "category"}, "m");
-  expect_near(numbers(rows, "suda_score"), {1, 2, 1, 1, 0, 0, 1}, 0);
-  expect_near(numbers(rows, "dis_score"), {0.0218380, 0.0504219, 0.0218380, 0.0218380, 0, 0, 0.0218380}, 5e-8);
+  expect_all_near(csv_numbers(rows, "suda_score"), {1, 2, 1, 1, 0, 0, 1}, 0);
+  expect_all_near(csv_numbers(rows, "dis_score"), {0.0218380, 0.0504219, 0.0218380, 0.0218380, 0, 0, 0.0218380}, 5e-8);
   EXPECT_EQ(results["suda2"]["U"], 5);
 }
 
@@ -169,7 +136,7 @@ TEST_F(Suda2Oracle, WithoutTheFlagAddsNoColumnsAndNoResults) {
   const auto report = nlohmann::json::parse(read_text(dir_ / "r.json"));
   EXPECT_FALSE(report["steps"][0]["results"].contains("suda2"));
   ASSERT_EQ(run_sdc({"export", (dir_ / "r.h5").string(), "-o", (dir_ / "r.csv").string()}).exit_code, 0);
-  const auto header = read_csv(dir_ / "r.csv").at(0);
+  const auto header = read_csv_fields(dir_ / "r.csv").at(0);
   EXPECT_EQ(std::find(header.begin(), header.end(), "suda_score"), header.end());
 }
 

@@ -5,54 +5,24 @@
 
 #include <nlohmann/json.hpp>
 
-#include <sstream>
-
+#include "tests/support/expectations.h"
+#include "tests/support/risk_runs.h"
 #include "tests/support/sdc_process.h"
 
 namespace sdc::testing {
 namespace {
 
-
-std::vector<double> numbers(const std::vector<std::vector<std::string>>& rows, const std::string& name) {
-  const auto& header = rows.at(0);
-  const auto it = std::find(header.begin(), header.end(), name);
-  EXPECT_NE(it, header.end()) << name;
-  if (it == header.end()) return {};
-  const auto index = static_cast<std::size_t>(it - header.begin());
-  std::vector<double> values;
-  for (std::size_t r = 1; r < rows.size(); ++r) values.push_back(std::stod(rows[r].at(index)));
-  return values;
-}
-
-void expect_near(const std::vector<double>& actual, const std::vector<double>& expected, double tolerance) {
-  ASSERT_EQ(actual.size(), expected.size());
-  for (std::size_t i = 0; i < expected.size(); ++i) EXPECT_NEAR(actual[i], expected[i], tolerance) << "record " << i + 1;
-}
-
-/// risk.md oracle "E francdat" with its household ids (1,1,2,2,2,3,4,4).
-constexpr const char* kFrancdat =
-    "hid,Key1,Key2,Key3,Key4,w\n"
-    "1,1,2,5,1,18\n1,1,2,1,1,45.5\n2,1,2,1,1,39\n2,3,3,1,5,17\n2,4,3,1,4,541\n3,4,3,1,1,8\n4,6,2,1,5,5\n4,1,2,5,1,92\n";
-
+/// risk.md oracle "E francdat" with its household ids, as f.h5.
 class Francdat : public ::testing::Test {
  protected:
-  void SetUp() override {
-    write_text(dir_ / "f.csv", kFrancdat);
-    const auto imported = run_sdc({"import", (dir_ / "f.csv").string(), "-o", (dir_ / "f.h5").string(), "--role",
-                                   "household=hid", "--role", "weight=w", "--role", "key=Key1,Key2,Key3,Key4"});
-    ASSERT_EQ(imported.exit_code, 0) << imported.err;
-  }
+  void SetUp() override { import_francdat_with_households(dir_); }
 
   /// Runs sdc risk with `flags`, exports the output and returns its rows and the step's results.
   std::pair<std::vector<std::vector<std::string>>, nlohmann::json> risk(const std::vector<std::string>& flags) {
     std::vector<std::string> args{"risk", "-i", (dir_ / "f.h5").string(), "-o", (dir_ / "r.h5").string(), "--keys",
                                   "Key1,Key2,Key3,Key4", "--weight", "w", "--report", (dir_ / "r.json").string()};
     args.insert(args.end(), flags.begin(), flags.end());
-    const auto result = run_sdc(args);
-    EXPECT_EQ(result.exit_code, 0) << result.err;
-    EXPECT_EQ(validate_report(dir_ / "r.json"), "");
-    EXPECT_EQ(run_sdc({"export", (dir_ / "r.h5").string(), "-o", (dir_ / "r.csv").string()}).exit_code, 0);
-    return {read_csv_fields(dir_ / "r.csv"), nlohmann::json::parse(read_text(dir_ / "r.json"))["steps"][0]["results"]};
+    return run_and_read_back(args, dir_ / "r.h5", dir_ / "r.json");
   }
 
   TempDir dir_;
@@ -60,8 +30,8 @@ class Francdat : public ::testing::Test {
 
 TEST_F(Francdat, GivesTheIndividualAndGlobalRiskOfTheOracle) {
   const auto [rows, results] = risk({});
-  expect_near(numbers(rows, "individual_risk"),
-              {0.01714426, 0.02204233, 0.02204233, 0.17707583, 0.01165448, 0.29706308, 0.40235948, 0.01714426}, 5e-9);
+  expect_all_near(csv_numbers(rows, "individual_risk"),
+                  {0.01714426, 0.02204233, 0.02204233, 0.17707583, 0.01165448, 0.29706308, 0.40235948, 0.01714426}, 5e-9);
   EXPECT_NEAR(results["individual_risk"]["expected_reidentifications"].get<double>(), 0.966526, 5e-7);
   EXPECT_NEAR(results["individual_risk"]["global_risk"].get<double>(), 0.1208158, 5e-8);
   EXPECT_EQ(results["individual_risk"]["method"], "approx");
@@ -75,8 +45,8 @@ TEST_F(Francdat, GivesTheIndividualAndGlobalRiskOfTheOracle) {
 
 TEST_F(Francdat, GivesTheHouseholdRiskOfTheOracle) {
   const auto [rows, results] = risk({"--household", "hid"});
-  expect_near(numbers(rows, "household_risk"),
-              {0.03880869, 0.03880869, 0.20459435, 0.20459435, 0.20459435, 0.29706308, 0.41260558, 0.41260558}, 5e-9);
+  expect_all_near(csv_numbers(rows, "household_risk"),
+                  {0.03880869, 0.03880869, 0.20459435, 0.20459435, 0.20459435, 0.29706308, 0.41260558, 0.41260558}, 5e-9);
   EXPECT_NEAR(results["household_risk"]["expected_reidentifications"].get<double>(), 1.8136747, 5e-8);
   EXPECT_NEAR(results["household_risk"]["global_risk"].get<double>(), 0.2267093, 5e-8);
 }
@@ -87,10 +57,8 @@ TEST_F(Francdat, GivesTheThresholdsOfTheOracleAndFlagsTheRecordsAbove) {
     EXPECT_NEAR(results["risk_threshold"]["threshold"].get<double>(), 0.02204233, 5e-9);
     EXPECT_EQ(results["risk_threshold"]["records_above"], 3);
     // Risks above 0.02204233: records 4, 6 and 7 (0.177, 0.297, 0.402).
-    const auto flag = static_cast<std::size_t>(std::find(rows[0].begin(), rows[0].end(), "exceeds_risk_threshold") - rows[0].begin());
-    std::vector<std::string> flags;
-    for (std::size_t r = 1; r < rows.size(); ++r) flags.push_back(rows[r].at(flag));
-    EXPECT_EQ(flags, (std::vector<std::string>{"false", "false", "false", "true", "false", "true", "true", "false"}));
+    EXPECT_EQ(csv_column(rows, "exceeds_risk_threshold"),
+              (std::vector<std::string>{"false", "false", "false", "true", "false", "true", "true", "false"}));
   }
   {
     const auto [rows, results] = risk({"--global-risk-target", "0.10"});
@@ -126,7 +94,7 @@ TEST_F(Francdat, ExactMethodChangesOnlyClassesAboveTwo) {
   const auto [approx_rows, approx] = risk({});
   const auto [exact_rows, exact] = risk({"--risk-method", "exact"});
   // francdat has no class with f > 2: the two methods agree.
-  expect_near(numbers(exact_rows, "individual_risk"), numbers(approx_rows, "individual_risk"), 0.0);
+  expect_all_near(csv_numbers(exact_rows, "individual_risk"), csv_numbers(approx_rows, "individual_risk"), 0.0);
   EXPECT_EQ(exact["individual_risk"]["method"], "exact");
 }
 
@@ -163,15 +131,15 @@ TEST(LDiversity, ReproducesTheOracleThroughSdcRisk) {
   ASSERT_EQ(run_sdc({"export", (dir / "r.h5").string(), "-o", (dir / "r.csv").string()}).exit_code, 0);
   const auto rows = read_csv_fields(dir / "r.csv");
   const auto first_and_last = [&](const std::string& name) {
-    const auto values = numbers(rows, name);
+    const auto values = csv_numbers(rows, name);
     return std::vector<double>{values.front(), values.back()};
   };
-  expect_near(first_and_last("l_distinct.S"), {3, 3}, 0);
-  expect_near(first_and_last("l_entropy.S"), {2.586409, 2.381102}, 5e-7);
-  expect_near(first_and_last("l_recursive.S"), {2, 1}, 0);
-  expect_near(first_and_last("l_distinct.T"), {2, 3}, 0);
-  expect_near(first_and_last("l_entropy.T"), {1.960132, 3}, 5e-7);
-  expect_near(first_and_last("l_recursive.T"), {2, 3}, 0);
+  expect_all_near(first_and_last("l_distinct.S"), {3, 3}, 0);
+  expect_all_near(first_and_last("l_entropy.S"), {2.586409, 2.381102}, 5e-7);
+  expect_all_near(first_and_last("l_recursive.S"), {2, 1}, 0);
+  expect_all_near(first_and_last("l_distinct.T"), {2, 3}, 0);
+  expect_all_near(first_and_last("l_entropy.T"), {1.960132, 3}, 5e-7);
+  expect_all_near(first_and_last("l_recursive.T"), {2, 3}, 0);
   const auto results = nlohmann::json::parse(read_text(dir / "r.json"))["steps"][0]["results"]["l_diversity"];
   EXPECT_EQ(results["S"]["classes"], 2);
   EXPECT_EQ(results["S"]["min_distinct"], 3);
@@ -202,15 +170,15 @@ TEST(WildcardMissingKeys, ReproduceTheFrancdatMissingValueOracleThroughSdcRisk) 
   };
   {
     const auto rows = run("1");
-    expect_near(numbers(rows, "fk"), {3, 2, 4, 3, 3, 2, 2, 3}, 0);
-    expect_near(numbers(rows, "fk_weighted"), {149, 84.5, 194.5, 563, 566, 549, 22, 149}, 1e-9);
+    expect_all_near(csv_numbers(rows, "fk"), {3, 2, 4, 3, 3, 2, 2, 3}, 0);
+    expect_all_near(csv_numbers(rows, "fk_weighted"), {149, 84.5, 194.5, 563, 566, 549, 22, 149}, 1e-9);
   }
   {
     const auto rows = run("0.5");
-    expect_near(numbers(rows, "fk"), {2.5, 1.5, 4, 2.5, 2, 1.5, 1.5, 2.5}, 0);
-    expect_near(numbers(rows, "fk_weighted"), {129.5, 65, 194.5, 292.5, 553.5, 278.5, 13.5, 129.5}, 1e-9);
-    expect_near(numbers(rows, "individual_risk"),
-                {0.01270648, 0, 0.006808511, 0.005665722, 0.003552522, 0, 0, 0.01270648}, 5e-9);
+    expect_all_near(csv_numbers(rows, "fk"), {2.5, 1.5, 4, 2.5, 2, 1.5, 1.5, 2.5}, 0);
+    expect_all_near(csv_numbers(rows, "fk_weighted"), {129.5, 65, 194.5, 292.5, 553.5, 278.5, 13.5, 129.5}, 1e-9);
+    expect_all_near(csv_numbers(rows, "individual_risk"),
+                    {0.01270648, 0, 0.006808511, 0.005665722, 0.003552522, 0, 0, 0.01270648}, 5e-9);
     const auto report = nlohmann::json::parse(read_text(dir / "r.json"));
     // The three records with f = 1.5 get risk 0 by the reference's quirk; native mode warns.
     EXPECT_NE(report["steps"][0]["warnings"].dump().find("3 records have a non-integer fk"), std::string::npos);

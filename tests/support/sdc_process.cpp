@@ -8,6 +8,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
@@ -179,6 +180,25 @@ std::vector<std::vector<std::string>> read_csv_fields(const std::filesystem::pat
     rows.push_back(fields);
   }
   return rows;
+}
+
+std::vector<std::string> csv_column(const std::vector<std::vector<std::string>>& rows, const std::string& name) {
+  const auto& header = rows.at(0);
+  const auto it = std::find(header.begin(), header.end(), name);
+  if (it == header.end()) {
+    ADD_FAILURE() << "the CSV has no column '" << name << "'";
+    return {};
+  }
+  const auto index = static_cast<std::size_t>(it - header.begin());
+  std::vector<std::string> values;
+  for (std::size_t r = 1; r < rows.size(); ++r) values.push_back(rows[r].at(index));
+  return values;
+}
+
+std::vector<double> csv_numbers(const std::vector<std::vector<std::string>>& rows, const std::string& name) {
+  std::vector<double> values;
+  for (const auto& field : csv_column(rows, name)) values.push_back(std::stod(field));
+  return values;
 }
 
 }  // namespace sdc::testing

@@ -66,5 +66,10 @@ void write_text(const std::filesystem::path& path, const std::string& text);
 /// The rows of a CSV as fields, split at every comma (what `sdc export` writes for test files, which
 /// need no quoting); a trailing comma gives an empty last field.
 std::vector<std::vector<std::string>> read_csv_fields(const std::filesystem::path& path);
+/// The fields of column `name` (looked up in the header, rows[0]) of every later row; a test failure
+/// naming the column, and an empty vector, when the header lacks it.
+std::vector<std::string> csv_column(const std::vector<std::vector<std::string>>& rows, const std::string& name);
+/// csv_column read as numbers (std::stod of each field).
+std::vector<double> csv_numbers(const std::vector<std::vector<std::string>>& rows, const std::string& name);
 
 }  // namespace sdc::testing
