@@ -4,7 +4,6 @@
 #include <tbb/parallel_for.h>
 
 #include <algorithm>
-#include <array>
 #include <cmath>
 #include <limits>
 #include <numeric>
@@ -267,11 +266,20 @@ void fill_multiplicities(const ReplicateDesign& design, std::uint64_t first_repl
   const RecordRng rng(design.seed, StepId::kBootstrapReplicate);
 
   if (design.scheme == ReplicateScheme::kPoisson) {
+    // One Philox block gives the four replicates 4q .. 4q + 3 of a unit (word b mod 4 of counter
+    // (u, 0, q, 0)): a quarter of the generator calls of one block per draw, the same draws for any
+    // replicate range.
     tbb::parallel_for(tbb::blocked_range<std::size_t>(0, units.size(), 4096), [&](const auto& range) {
-      for (std::uint64_t r = 0; r < replicates; ++r) {
-        std::uint32_t* row = out.data() + r * units.size();
-        for (std::size_t i = range.begin(); i < range.end(); ++i) {
-          row[i] = poisson1_from_bits(rng.bits({units[i], 0, first_replicate + r, 0})[0]);
+      for (std::size_t i = range.begin(); i < range.end(); ++i) {
+        std::uint64_t quad = ~std::uint64_t{0};
+        RecordRng::Block words{};
+        for (std::uint64_t r = 0; r < replicates; ++r) {
+          const std::uint64_t b = first_replicate + r;
+          if ((b >> 2) != quad) {
+            quad = b >> 2;
+            words = rng.bits({units[i], 0, quad, 0});
+          }
+          out[r * units.size() + i] = poisson1_from_bits(words[b & 3]);
         }
       }
     });

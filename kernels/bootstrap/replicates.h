@@ -13,7 +13,8 @@
 //
 // Designs (ReplicateScheme):
 // * Poisson: m_bu ~ Poisson(1) independently, by inversion of the Poisson(1) distribution function from
-//   the top 53 bits of one Philox word: counter (u, 0, b, 0) of StepId kBootstrapReplicate. The
+//   the top 53 bits of one Philox word: word b mod 4 of counter (u, 0, floor(b / 4), 0) of StepId
+//   kBootstrapReplicate, so one block serves four replicates of a unit. The
 //   thresholds are integers (round(2^53 · P(X <= k)), k = 0..17, computed offline in 60-digit decimal
 //   arithmetic), so the draw involves no floating point at all.
 // * Multinomial (classical, and stratified): in stratum h the n_h draws are spread over its units by
@@ -30,7 +31,7 @@
 // * a leaf holding c draws throws each onto unit floor(word · size / 2^64) of its `size` units (one 64-bit
 //   word per draw; the bias of this mapping is below size / 2^64 < 2^-52);
 // * draws at a node come from counters (node id, 2^63 | h · 2^32 | i, b, 0), i = 0, 1, ... numbering
-//   four-word Philox blocks; the top bit keeps them apart from the Poisson counters (u, 0, b, 0).
+//   four-word Philox blocks; the top bit keeps them apart from the Poisson counters (u, 0, ⌊b/4⌋, 0).
 // A unit's multiplicity needs the nodes on its root-to-leaf path and its leaf: O(depth + leaf) work.
 //
 // Binomial sampler (binomial_draw, hand-written: no exact binomial sampler is among the dependencies):
