@@ -263,7 +263,7 @@ void fill_multiplicities(const ReplicateDesign& design, std::uint64_t first_repl
   const std::uint64_t replicates = end_replicate - first_replicate;
   SDC_CHECK(out.size() == replicates * units.size(), "one multiplicity per replicate and unit");
   if (units.empty() || replicates == 0) return;
-  const RecordRng rng(design.seed, StepId::kBootstrapReplicate);
+  const RecordRng rng(design.seed, design.step);
 
   if (design.scheme == ReplicateScheme::kPoisson) {
     // One Philox block gives the four replicates 4q .. 4q + 3 of a unit (word b mod 4 of counter

@@ -69,6 +69,9 @@ struct ReplicateDesign {
   std::vector<std::uint64_t> stratum_offsets;
   /// Multinomial only: n_h, the units drawn in stratum h; empty = each stratum's size (n_h = N_h).
   std::vector<std::uint64_t> stratum_draws;
+  /// The key space of the draws: bootstrap replicates by default; a masking method that resamples
+  /// (resampling_mask.h) uses its own, so that replicates never reuse a masking stream.
+  StepId step = StepId::kBootstrapReplicate;
 
   static ReplicateDesign poisson(std::uint64_t seed) { return {ReplicateScheme::kPoisson, seed, {}, {}}; }
   /// The classical bootstrap of units 0..units-1.

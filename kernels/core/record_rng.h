@@ -32,6 +32,7 @@ enum class StepId : std::uint64_t {
   kBootstrapParametric = 9,  ///< parametric bootstrap: f* drawn from a fitted model (unit = cell; replicate = b)
   kRiskSimulation = 10,      ///< synthetic populations and samples of the risk estimators' accuracy tests
   kDpMeanTest = 11,  ///< DP mean test (bootstrap/dp_mean_test.h): privacy noise (unit = sample; replicate = b)
+  kResamplingMask = 12,  ///< resampling as masking (bootstrap/resampling_mask.h): the t sorted bootstrap samples
 };
 
 /// The four counter words. `unit` is a global id: record (row id), household, cell or tree node.
