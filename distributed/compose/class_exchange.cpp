@@ -64,15 +64,22 @@ FrequencySummary sum_over_ranks(const Communicator& comm, const FrequencySummary
 }
 
 OwnedClasses send_classes_to_owners(const Communicator& comm, const FrequencyClasses& mine) {
+  std::vector<int> owner(mine.class_count());
+  for (std::size_t c = 0; c < mine.class_count(); ++c) owner[c] = owner_of(mine.key(c), comm.size());
+  return send_classes_to_owners(comm, mine, std::move(owner));
+}
+
+OwnedClasses send_classes_to_owners(const Communicator& comm, const FrequencyClasses& mine, std::vector<int> owner) {
   const auto ranks = static_cast<std::size_t>(comm.size());
   const std::size_t m = mine.key_count;
+  SDC_CHECK(owner.size() == mine.class_count(), "one owner per local class");
   OwnedClasses out;
 
   // Each local class goes to its owner; each destination's list stays sorted by key tuple.
   std::vector<ByteWriter> to_owner(ranks);
-  out.owner.resize(mine.class_count());
+  out.owner = std::move(owner);
   for (std::size_t c = 0; c < mine.class_count(); ++c) {
-    out.owner[c] = owner_of(mine.key(c), comm.size());
+    SDC_CHECK(out.owner[c] >= 0 && static_cast<std::size_t>(out.owner[c]) < ranks, "owner is a rank");
     put_class(to_owner[static_cast<std::size_t>(out.owner[c])], mine, c);
   }
   std::vector<std::vector<std::byte>> send(ranks);

@@ -6,6 +6,7 @@ namespace sdc::engine {
 
 std::vector<std::unique_ptr<RiskMeasure>> make_risk_measures() {
   std::vector<std::unique_ptr<RiskMeasure>> measures;
+  measures.push_back(make_nb_smoothing_measure());
   return measures;
 }
 

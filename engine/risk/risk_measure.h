@@ -67,4 +67,7 @@ class RiskMeasure {
 /// Every measure `sdc risk` offers, in the order they run (engine/risk/measures.cpp).
 std::vector<std::unique_ptr<RiskMeasure>> make_risk_measures();
 
+// The measures' factories, one per measure (engine/risk/<measure>.cpp).
+std::unique_ptr<RiskMeasure> make_nb_smoothing_measure();  ///< --nb-smoothing (nb_smoothing_measure.cpp)
+
 }  // namespace sdc::engine
