@@ -4,11 +4,13 @@
 # ordinal keys, c = 2; target 30 s) and |M| = 2 197 (three ordinal keys, c = 6; target 10 minutes),
 # plus |M| = 343 (c = 3) for the growth in |M|. Prints wall times, the step's phases, the NB results and
 # the peak memory of every rank.
-# Usage: bench/scripts/risk_nb_smoothing.sh [BUILD_DIR] [HOUSEHOLDS] [RADII]
+# Usage: bench/scripts/risk_nb_smoothing.sh [BUILD_DIR] [HOUSEHOLDS] [RADII] [CONFIGS]
+#   CONFIGS: "ranks threads" pairs, comma-separated (default "1 2,2 1").
 set -euo pipefail
 build=${1:-build/release}
-households=${2:-1000000}
+households=${2:-1300000}
 radii=${3:-"2 3 6"}
+configs=${4:-"1 2,2 1"}
 sdc=$(realpath "$build/engine/sdc")
 work=$(mktemp -d /tmp/sdc-nb-bench-XXXXXX)
 trap 'rm -rf "$work"' EXIT
@@ -22,7 +24,8 @@ ordinal=age,education,hsize
 echo "machine: $(nproc) cores, $(lscpu | sed -n 's/Model name: *//p'), load $(cut -d' ' -f1-3 /proc/loadavg)"
 "$sdc" info "$work/sample.h5" | sed -n 's/^rows *//p' | xargs echo "records:"
 for c in $radii; do
-  for config in "1 2" "2 1"; do
+  IFS=, read -ra config_list <<< "$configs"
+  for config in "${config_list[@]}"; do
     set -- $config
     rm -f "$work/out.h5"
     start=$(date +%s.%N)

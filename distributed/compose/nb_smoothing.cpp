@@ -39,6 +39,39 @@ std::vector<int> owners_by_fixed_keys(const FrequencyClasses& classes, std::size
   return owner;
 }
 
+/// Collective. Without fixed keys: rank r owns the classes whose first ordinal code lies in
+/// [cut[r], cut[r+1]) (cut has ranks + 1 entries, 0 first, L last). The ranges balance the classes
+/// with one record on some rank (the candidates for a fit) over all ranks; equal ranges of codes when
+/// there are none.
+std::vector<std::int32_t> split_first_ordinal_key(const Communicator& comm, const FrequencyClasses& mine,
+                                                  std::int32_t levels) {
+  std::vector<std::int64_t> load(static_cast<std::size_t>(levels), 0);
+  for (std::size_t c = 0; c < mine.class_count(); ++c)
+    if (mine.counts[c] == 1) ++load[static_cast<std::size_t>(mine.key(c)[0])];
+  comm.all_reduce_sum(std::span<std::int64_t>(load));
+  std::int64_t total = 0;
+  for (std::int64_t x : load) total += x;
+  if (total == 0) {
+    std::fill(load.begin(), load.end(), 1);
+    total = levels;
+  }
+  const std::int64_t ranks = comm.size();
+  std::vector<std::int32_t> cut(static_cast<std::size_t>(ranks) + 1, levels);
+  cut[0] = 0;
+  std::int64_t prefix = 0;
+  std::int64_t r = 1;
+  for (std::int32_t x = 0; x < levels && r < ranks; ++x) {
+    prefix += load[static_cast<std::size_t>(x)];
+    while (r < ranks && prefix * ranks >= total * r) cut[static_cast<std::size_t>(r++)] = x + 1;
+  }
+  return cut;
+}
+
+/// The owner of first ordinal code x: the rank whose range holds it (empty ranges hold nothing).
+int range_owner(const std::vector<std::int32_t>& cut, std::int32_t x) {
+  return static_cast<int>(std::upper_bound(cut.begin(), cut.end(), x) - cut.begin()) - 1;
+}
+
 }  // namespace
 
 DistributedNbSmoothing distributed_nb_smoothing(const Communicator& comm, const NbSmoothingInput& input) {
@@ -51,11 +84,40 @@ DistributedNbSmoothing distributed_nb_smoothing(const Communicator& comm, const 
   const LocalFrequencyCount local = frequency_count_local(input.keys, input.weights);
   const FrequencyClasses& mine = local.classes;
 
-  // 2. Classes meet at the owner of their fixed keys.
+  // 2. Classes meet at the owner of their fixed keys. Without fixed keys (and several ranks) the
+  // ranks split the first ordinal key's codes into ranges instead; a rank also gets copies of the
+  // classes within c of its range, so that its uniques' neighbourhoods are whole there.
   OwnedClasses exchange;
-  if (comm.size() > 1) exchange = send_classes_to_owners(comm, mine, owners_by_fixed_keys(mine, fixed, comm.size()));
+  const bool split = comm.size() > 1 && fixed == 0 && v > 0;
+  std::vector<std::int32_t> cut;
+  if (split) {
+    const std::int32_t c = input.options.sup_radius;
+    cut = split_first_ordinal_key(comm, mine, input.keys.level_counts[0]);
+    std::vector<int> owner(mine.class_count());
+    std::vector<std::size_t> copy_offsets{0};
+    std::vector<int> copy_ranks;
+    for (std::size_t k = 0; k < mine.class_count(); ++k) {
+      const std::int32_t x = mine.key(k)[0];
+      owner[k] = range_owner(cut, x);
+      // Ranges are contiguous and ordered: the ranks whose halo holds x are the neighbours on either side.
+      for (int r = owner[k] - 1; r >= 0 && x < cut[static_cast<std::size_t>(r) + 1] + c; --r)
+        if (cut[static_cast<std::size_t>(r)] < cut[static_cast<std::size_t>(r) + 1]) copy_ranks.push_back(r);
+      for (int r = owner[k] + 1; r < comm.size() && x >= cut[static_cast<std::size_t>(r)] - c; ++r)
+        if (cut[static_cast<std::size_t>(r)] < cut[static_cast<std::size_t>(r) + 1]) copy_ranks.push_back(r);
+      copy_offsets.push_back(copy_ranks.size());
+    }
+    exchange = send_classes_to_owners(comm, mine, std::move(owner), copy_offsets, copy_ranks);
+  } else if (comm.size() > 1) {
+    exchange = send_classes_to_owners(comm, mine, owners_by_fixed_keys(mine, fixed, comm.size()));
+  }
   const FrequencyClasses& owned = comm.size() > 1 ? exchange.owned : mine;
   const std::size_t n = owned.class_count();
+  // Whether this rank answers for owned class g: not for the halo copies.
+  const auto answers_for = [&](std::size_t g) {
+    if (!split) return true;
+    const std::int32_t x = owned.key(g)[0];
+    return x >= cut[static_cast<std::size_t>(comm.rank())] && x < cut[static_cast<std::size_t>(comm.rank()) + 1];
+  };
 
   // 3. The kernel on the owned classes. π of a sample unique from the weights is 1/F: a weight below
   // 1 (or 0) would make it exceed 1. Every rank learns of such a unique before anyone fits.
@@ -78,7 +140,7 @@ DistributedNbSmoothing distributed_nb_smoothing(const Communicator& comm, const 
       const double weight = input.weighted ? owned.weights[c].value() : 1.0;
       if (weight >= 1.0)
         sampling_fraction[c] = 1.0 / weight;
-      else
+      else if (answers_for(c))
         ++light_uniques;
     }
   }
@@ -110,13 +172,23 @@ DistributedNbSmoothing distributed_nb_smoothing(const Communicator& comm, const 
   }
   rethrow_on_every_rank(comm, failure, message);
 
-  // The risks of the owned classes (0 for classes that are not sample uniques).
+  // The risks of the owned classes (0 for classes that are not sample uniques) and their sums. The
+  // kernel also fitted the uniques among the halo copies, on neighbourhoods cut at the halo's edge:
+  // their owners fit them on whole ones, so they are left out here.
   std::vector<double> class_probability(n, 0.0);
   std::vector<double> class_inverse(n, 0.0);
+  NbSmoothingPartial partial;
   std::int64_t iterations = 0;
   for (std::size_t u = 0; u < fitted.unique_class.size(); ++u) {
-    class_probability[fitted.unique_class[u]] = fitted.risk[u].population_unique_probability;
-    class_inverse[fitted.unique_class[u]] = fitted.risk[u].expected_inverse_population;
+    const std::size_t g = fitted.unique_class[u];
+    if (!answers_for(g)) continue;
+    const NbUniqueRisk& risk = fitted.risk[u];
+    class_probability[g] = risk.population_unique_probability;
+    class_inverse[g] = risk.expected_inverse_population;
+    partial.tau1.add(risk.population_unique_probability);
+    partial.tau2.add(risk.expected_inverse_population);
+    ++partial.sample_uniques;
+    if (fitted.converged[u] == 0) ++partial.not_converged;
     iterations += fitted.iterations[u];
   }
 
@@ -130,6 +202,7 @@ DistributedNbSmoothing distributed_nb_smoothing(const Communicator& comm, const 
     mine_inverse = std::move(class_inverse);
   } else {
     const auto replies = answer_senders(comm, exchange, [&](ByteWriter& reply, std::size_t g) {
+      if (!answers_for(g)) return;  // a halo copy: its owner answers
       const bool unique = owned.counts[g] == 1;
       reply.put(static_cast<std::uint8_t>(unique ? 1 : 0));
       if (unique) {
@@ -157,10 +230,10 @@ DistributedNbSmoothing distributed_nb_smoothing(const Communicator& comm, const 
 
   // 5. Exact sums and integer counts: the same totals for any split.
   NbSmoothingPartial total;
-  total.tau1 = all_reduce_exact_sum(comm, fitted.partial.tau1);
-  total.tau2 = all_reduce_exact_sum(comm, fitted.partial.tau2);
-  total.sample_uniques = comm.all_reduce_sum(fitted.partial.sample_uniques);
-  total.not_converged = comm.all_reduce_sum(fitted.partial.not_converged);
+  total.tau1 = all_reduce_exact_sum(comm, partial.tau1);
+  total.tau2 = all_reduce_exact_sum(comm, partial.tau2);
+  total.sample_uniques = comm.all_reduce_sum(partial.sample_uniques);
+  total.not_converged = comm.all_reduce_sum(partial.not_converged);
   out.totals = nb_smoothing_finalize(total);
   out.iterations = comm.all_reduce_sum(iterations);
   out.neighbourhood_size =

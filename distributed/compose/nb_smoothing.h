@@ -14,9 +14,13 @@
 // The results have the same bits for any number of ranks and threads: every fit reads only its own
 // neighbourhood, and the neighbourhood is whole on its owner whatever the rank count.
 //
+// Without fixed keys (and several ranks) step 2 splits the codes of the first ordinal key into one
+// range per rank, balanced on the classes with one record; a rank also receives copies of the classes
+// within c of its range (a halo) so that its uniques' neighbourhoods are whole, fits the uniques of
+// its range and answers for them only (the uniques among the copies are fitted and discarded).
+//
 // Memory: per rank, the grouping of its records (about 32 bytes per record, key_grouping.h) and its
-// share of the classes. Without fixed keys every class has the same owner: that rank holds all the
-// sample's classes (about 40 + 4 x keys bytes each) and does all the fits; the other ranks idle.
+// share of the classes (about 40 + 4 x keys bytes each), plus the halo copies without fixed keys.
 
 #include <cstdint>
 #include <optional>

@@ -6,6 +6,7 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <charconv>
 #include <cmath>
 #include <limits>
 #include <map>
@@ -30,6 +31,19 @@ VariableInfo continuous_variable(const char* name) {
   variable.name = name;
   variable.type = VariableType::kContinuous;
   return variable;
+}
+
+/// Accepts a number in (0, 1], with a message that says so.
+CLI::Validator sampling_fraction_check() {
+  return CLI::Validator(
+      [](std::string& text) -> std::string {
+        double value = 0.0;
+        const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
+        if (error != std::errc() || end != text.data() + text.size() || !(value > 0.0 && value <= 1.0))
+          return "expected a number in (0, 1], got '" + text + "'";
+        return {};
+      },
+      "0<PI<=1");
 }
 
 const char* out_of_range_name(OutOfRangeCells policy) {
@@ -71,7 +85,7 @@ class NbSmoothingMeasure final : public RiskMeasure {
     app.add_option("--nb-sampling-fraction", sampling_fraction_,
                    "with --nb-smoothing: the sampling fraction pi of every sample unique (default: 1/F, the inverse of "
                    "its weight)")
-        ->check(CLI::Range(std::nextafter(0.0, 1.0), 1.0))
+        ->check(sampling_fraction_check())
         ->type_name("PI")
         ->needs(enable);
   }

@@ -256,7 +256,7 @@ TEST_F(NbSmoothing, RejectsBadOptionsWithTheFlagNamedAndNoOutput) {
       {{"--nb-smoothing", "--ordinal-keys", "a", "--nb-radius", "0"}, 2, "--nb-radius"},
       {{"--nb-smoothing", "--ordinal-keys", "a", "--nb-l1-radius", "0"}, 2, "--nb-l1-radius"},
       {{"--nb-smoothing", "--ordinal-keys", "a", "--nb-degree", "0"}, 2, "--nb-degree"},
-      {{"--nb-smoothing", "--ordinal-keys", "a", "--nb-sampling-fraction", "1.5"}, 2, "--nb-sampling-fraction"},
+      {{"--nb-smoothing", "--ordinal-keys", "a", "--nb-sampling-fraction", "1.5"}, 2, "--nb-sampling-fraction: expected a number in (0, 1]"},
       {{"--nb-smoothing", "--ordinal-keys", "a", "--nb-out-of-range", "drop"}, 2, "--nb-out-of-range"},
       {{"--nb-smoothing", "--ordinal-keys", "a", "--nb-degree", "5"}, 4, "--nb-degree 5 exceeds 2 x --nb-radius"},
       {{"--nb-smoothing", "--ordinal-keys", "a,b", "--nb-radius", "600"}, 4, "--nb-radius 600"},
