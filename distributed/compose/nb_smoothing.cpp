@@ -91,7 +91,7 @@ DistributedNbSmoothing distributed_nb_smoothing(const Communicator& comm, const 
   const bool split = comm.size() > 1 && fixed == 0 && v > 0;
   std::vector<std::int32_t> cut;
   if (split) {
-    const std::int32_t c = input.options.sup_radius;
+    const std::int64_t c = input.options.sup_radius;
     cut = split_first_ordinal_key(comm, mine, input.keys.level_counts[0]);
     std::vector<int> owner(mine.class_count());
     std::vector<std::size_t> copy_offsets{0};
@@ -99,11 +99,12 @@ DistributedNbSmoothing distributed_nb_smoothing(const Communicator& comm, const 
     for (std::size_t k = 0; k < mine.class_count(); ++k) {
       const std::int32_t x = mine.key(k)[0];
       owner[k] = range_owner(cut, x);
+      const auto lower = [&](int r) { return std::int64_t{cut[static_cast<std::size_t>(r)]}; };
       // Ranges are contiguous and ordered: the ranks whose halo holds x are the neighbours on either side.
-      for (int r = owner[k] - 1; r >= 0 && x < cut[static_cast<std::size_t>(r) + 1] + c; --r)
-        if (cut[static_cast<std::size_t>(r)] < cut[static_cast<std::size_t>(r) + 1]) copy_ranks.push_back(r);
-      for (int r = owner[k] + 1; r < comm.size() && x >= cut[static_cast<std::size_t>(r)] - c; ++r)
-        if (cut[static_cast<std::size_t>(r)] < cut[static_cast<std::size_t>(r) + 1]) copy_ranks.push_back(r);
+      for (int r = owner[k] - 1; r >= 0 && x < lower(r + 1) + c; --r)
+        if (lower(r) < lower(r + 1)) copy_ranks.push_back(r);
+      for (int r = owner[k] + 1; r < comm.size() && x >= lower(r) - c; ++r)
+        if (lower(r) < lower(r + 1)) copy_ranks.push_back(r);
       copy_offsets.push_back(copy_ranks.size());
     }
     exchange = send_classes_to_owners(comm, mine, std::move(owner), copy_offsets, copy_ranks);
