@@ -165,7 +165,8 @@ class NbSmoothingMeasure final : public RiskMeasure {
     input.options.polynomial_degree = static_cast<std::int32_t>(degree_);
     input.options.out_of_range = out_of_range_;
     if (fixed_names.empty() && context.comm.is_coordinator() && context.comm.size() > 1)
-      spdlog::info("risk: NB smoothing without fixed keys: one rank holds every class and fits every sample unique");
+      spdlog::info("risk: NB smoothing without fixed keys: the ranks split the codes of '{}' and exchange a halo of "
+                   "width {}", context.key_names[ordinal.front()], radius_);
 
     distributed::DistributedNbSmoothing result = distributed::distributed_nb_smoothing(context.comm, input);
 
