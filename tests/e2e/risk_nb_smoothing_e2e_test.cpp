@@ -268,6 +268,9 @@ TEST_F(NbSmoothing, RejectsBadOptionsWithTheFlagNamedAndNoOutput) {
     EXPECT_EQ(result.exit_code, c.exit_code) << joined << "\n" << result.err;
     EXPECT_NE(result.err.find(c.fragment), std::string::npos) << joined << "\n" << result.err;
     EXPECT_FALSE(std::filesystem::exists(dir_ / "r.h5")) << joined;
+    auto entries = dir_.entries();
+    std::sort(entries.begin(), entries.end());
+    EXPECT_EQ(entries, (std::vector<std::string>{"s.csv", "s.h5"})) << joined << ": no output, report or temporary file";
   }
   // Without weights the sampling fraction must be given.
   const auto unweighted = run_sdc({"risk", "-i", (dir_ / "s.h5").string(), "-o", (dir_ / "r.h5").string(), "--keys",
