@@ -64,16 +64,32 @@ FrequencySummary sum_over_ranks(const Communicator& comm, const FrequencySummary
 }
 
 OwnedClasses send_classes_to_owners(const Communicator& comm, const FrequencyClasses& mine) {
+  std::vector<int> owner(mine.class_count());
+  for (std::size_t c = 0; c < mine.class_count(); ++c) owner[c] = owner_of(mine.key(c), comm.size());
+  return send_classes_to_owners(comm, mine, std::move(owner));
+}
+
+OwnedClasses send_classes_to_owners(const Communicator& comm, const FrequencyClasses& mine, std::vector<int> owner,
+                                    std::span<const std::size_t> copy_offsets, std::span<const int> copy_ranks) {
   const auto ranks = static_cast<std::size_t>(comm.size());
   const std::size_t m = mine.key_count;
+  SDC_CHECK(owner.size() == mine.class_count(), "one owner per local class");
+  SDC_CHECK(copy_offsets.empty() || copy_offsets.size() == mine.class_count() + 1, "copy offsets: one range per class");
   OwnedClasses out;
 
-  // Each local class goes to its owner; each destination's list stays sorted by key tuple.
+  // Each local class goes to its owner (and its copies to theirs); each destination's list stays
+  // sorted by key tuple.
   std::vector<ByteWriter> to_owner(ranks);
-  out.owner.resize(mine.class_count());
+  out.owner = std::move(owner);
+  const auto is_rank = [&](int r) { return r >= 0 && static_cast<std::size_t>(r) < ranks; };
   for (std::size_t c = 0; c < mine.class_count(); ++c) {
-    out.owner[c] = owner_of(mine.key(c), comm.size());
+    SDC_CHECK(is_rank(out.owner[c]), "owner is a rank");
     put_class(to_owner[static_cast<std::size_t>(out.owner[c])], mine, c);
+    if (copy_offsets.empty()) continue;
+    for (std::size_t i = copy_offsets[c]; i < copy_offsets[c + 1]; ++i) {
+      SDC_CHECK(is_rank(copy_ranks[i]) && copy_ranks[i] != out.owner[c], "a copy goes to another rank");
+      put_class(to_owner[static_cast<std::size_t>(copy_ranks[i])], mine, c);
+    }
   }
   std::vector<std::vector<std::byte>> send(ranks);
   for (std::size_t r = 0; r < ranks; ++r) send[r] = std::move(to_owner[r].bytes());

@@ -24,6 +24,15 @@ struct OwnedClasses {
 /// Collective. Counts and exact weight sums of `mine` arrive merged at their owners.
 OwnedClasses send_classes_to_owners(const Communicator& comm, const FrequencyClasses& mine);
 
+/// Collective. As above with the owner of each local class given (`owner[c]` in 0..ranks-1), e.g. a
+/// hash of part of the key tuple, so that related classes meet on one rank. Equal tuples must have
+/// the same owner on every rank. Optionally class c also goes, as a copy, to the ranks
+/// copy_ranks[copy_offsets[c] .. copy_offsets[c+1]) (other than its owner): a halo of the classes
+/// near the ones a rank owns. A rank answers (answer_senders) only for the classes it owns: its
+/// `write` must append nothing for a copy.
+OwnedClasses send_classes_to_owners(const Communicator& comm, const FrequencyClasses& mine, std::vector<int> owner,
+                                    std::span<const std::size_t> copy_offsets = {}, std::span<const int> copy_ranks = {});
+
 /// Collective. `write(out, g)` appends the answer for owned class g; every sender gets one answer per
 /// class it sent, in its order. Returns what each owner answered this rank, by owner rank: read the
 /// answers of local class c, in class order, from the buffer of owner[c].

@@ -71,6 +71,8 @@ std::unique_ptr<RiskMeasure> make_suda2_measure();
 std::unique_ptr<RiskMeasure> make_loglinear_measure();
 /// --bootstrap: bootstrap replicates of the class-based risk statistics (engine/risk/bootstrap_measure.cpp).
 std::unique_ptr<RiskMeasure> make_bootstrap_measure();
+/// --nb-smoothing: Rinott-Shlomo negative-binomial smoothing risk (engine/risk/nb_smoothing_measure.cpp).
+std::unique_ptr<RiskMeasure> make_nb_smoothing_measure();
 
 /// Every measure `sdc risk` offers, in the order they run (engine/risk/measures.cpp).
 std::vector<std::unique_ptr<RiskMeasure>> make_risk_measures();

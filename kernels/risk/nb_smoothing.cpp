@@ -521,6 +521,7 @@ NbSmoothingLocal nb_smoothing_local(const NbSampleClasses& classes, const NbSmoo
     if (converged[u] == 0) ++local.partial.not_converged;
   }
   local.partial.sample_uniques = static_cast<std::int64_t>(uniques);
+  local.converged = std::move(converged);
   return local;
 }
 

@@ -147,6 +147,7 @@ struct NbSmoothingLocal {
   std::vector<std::size_t> unique_class;  ///< the class index of each sample unique, ascending
   std::vector<NbUniqueRisk> risk;         ///< per sample unique, in the order of unique_class
   std::vector<std::int32_t> iterations;   ///< Newton iterations of each fit
+  std::vector<std::uint8_t> converged;    ///< 1 when the fit met a stopping rule, per sample unique
   NbSmoothingPartial partial;
 };
 
