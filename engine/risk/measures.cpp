@@ -10,6 +10,7 @@ std::vector<std::unique_ptr<RiskMeasure>> make_risk_measures() {
   measures.push_back(make_suda2_measure());
   measures.push_back(make_bootstrap_measure());
   measures.push_back(make_nb_smoothing_measure());
+  measures.push_back(make_marketer_measure());
   return measures;
 }
 

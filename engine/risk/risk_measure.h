@@ -71,6 +71,8 @@ std::unique_ptr<RiskMeasure> make_suda2_measure();
 std::unique_ptr<RiskMeasure> make_loglinear_measure();
 /// --bootstrap: bootstrap replicates of the class-based risk statistics (engine/risk/bootstrap_measure.cpp).
 std::unique_ptr<RiskMeasure> make_bootstrap_measure();
+/// --external: marketer risks against an external identification file (engine/risk/marketer_measure.cpp).
+std::unique_ptr<RiskMeasure> make_marketer_measure();
 /// --nb-smoothing: Rinott-Shlomo negative-binomial smoothing risk (engine/risk/nb_smoothing_measure.cpp).
 std::unique_ptr<RiskMeasure> make_nb_smoothing_measure();
 

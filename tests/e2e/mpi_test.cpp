@@ -50,7 +50,7 @@ class AnMpiRun : public ::testing::Test {
   std::vector<std::string> risk_args(const std::string& output) const {
     return {"risk", "--input", (dir_ / "persons.h5").string(), "--output", (dir_ / output).string(),
             "--keys", "region,sex,age", "--sensitive", "marstat", "--weight", "weight", "--household", "hid",
-            "--k-anonymity", "3",
+            "--k-anonymity", "3", "--external", (dir_ / "persons.h5").string(),
             "--report", (dir_ / (output + ".json")).string()};
   }
 

@@ -115,6 +115,37 @@ TEST_F(Francdat, RejectsWeightsBelowOneInNativeModeAndComputesThemInCompat) {
   EXPECT_EQ(compat.exit_code, 0) << compat.err;
 }
 
+TEST(MarketerRisk, ReproducesTheOracleAgainstAnExternalFile) {
+  // risk.md oracle "E marketer risks": classes (f, F) = (3, 2) (1, 0) (2, 4) (4, 10) give IM 0.4,
+  // CEM 0.29, OREM 0.15, AREM 0.09. The external file also holds a value the input lacks.
+  TempDir dir;
+  write_text(dir / "d.csv", "id,k\n1,a\n2,a\n3,a\n4,b\n5,c\n6,c\n7,d\n8,d\n9,d\n10,d\n");
+  std::string external = "k\n";
+  for (const auto& [value, count] : std::vector<std::pair<std::string, int>>{{"d", 10}, {"a", 2}, {"e", 3}, {"c", 4}})
+    for (int i = 0; i < count; ++i) external += value + "\n";
+  write_text(dir / "e.csv", external);
+  ASSERT_EQ(run_sdc({"import", (dir / "d.csv").string(), "-o", (dir / "d.h5").string(), "--type", "k=categorical"}).exit_code, 0);
+  ASSERT_EQ(run_sdc({"import", (dir / "e.csv").string(), "-o", (dir / "e.h5").string(), "--type", "k=categorical"}).exit_code, 0);
+  const auto [rows, results] = run_and_read_back({"risk", "-i", (dir / "d.h5").string(), "-o", (dir / "r.h5").string(),
+                                                  "--keys", "k", "--external", (dir / "e.h5").string(), "--report",
+                                                  (dir / "r.json").string()},
+                                                 dir / "r.h5", dir / "r.json");
+  const auto& marketer = results["marketer_risk"];
+  EXPECT_NEAR(marketer["im"].get<double>(), 0.4, 1e-12);
+  EXPECT_NEAR(marketer["cem"].get<double>(), 0.29, 1e-12);
+  EXPECT_NEAR(marketer["orem"].get<double>(), 0.15, 1e-12);
+  EXPECT_NEAR(marketer["arem"].get<double>(), 0.09, 1e-12);
+  EXPECT_EQ(marketer["invalid_records"], 4);
+  EXPECT_EQ(marketer["external_records"], 19);
+  EXPECT_EQ(marketer["external_records_unmatched"], 3);
+  expect_all_near(csv_numbers(rows, "fk_external"), {2, 2, 2, 0, 4, 4, 10, 10, 10, 10}, 0);
+
+  const auto missing_key = run_sdc({"risk", "-i", (dir / "d.h5").string(), "-o", (dir / "x.h5").string(), "--keys",
+                                    "id", "--external", (dir / "e.h5").string()});
+  EXPECT_NE(missing_key.exit_code, 0);
+  EXPECT_FALSE(std::filesystem::exists(dir / "x.h5"));
+}
+
 TEST(LDiversity, ReproducesTheOracleThroughSdcRisk) {
   // risk.md oracle "E l-diversity": k1 = 1 (5 records), k1 = 2 (6 records).
   TempDir dir;
