@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <map>
 #include <set>
@@ -480,27 +481,49 @@ class RiskCommand final : public Command {
 
   /// Collective: records and classes below each reported k. A class of s records contributes s records,
   /// so the classes below k are the sum over sizes s of (records of classes of size s below k) / s,
-  /// exactly. A class below k has s <= f < k, so sizes below the largest k suffice.
+  /// exactly. Records are counted by (the first reported k they are below, their class size), a
+  /// table no larger than the distinct class sizes times the reported k, merged over all ranks.
   nlohmann::json k_anonymity_table(const distributed::Communicator& comm, std::span<const double> fk,
                                    std::span<const double> class_size) const {
     const std::vector<std::int64_t> ks = reported_ks(options_.k_anonymity);
-    const auto largest = static_cast<std::size_t>(ks.back());
-    // records_below[j * largest + s]: records with fk < ks[j] in classes of size s.
-    std::vector<std::int64_t> records_below(ks.size() * largest, 0);
+    // Small sizes (almost every record below a reported k) are counted densely, the rest in a map.
+    constexpr std::int64_t kDenseSizes = 1 << 12;
+    std::vector<std::int64_t> dense(ks.size() * kDenseSizes, 0);
+    std::map<std::pair<std::size_t, std::int64_t>, std::int64_t> counts;  // (first k index, size) -> records
     for (std::size_t i = 0; i < fk.size(); ++i) {
-      if (!(fk[i] < static_cast<double>(largest))) continue;
-      const auto s = static_cast<std::size_t>(class_size[i]);
-      for (std::size_t j = 0; j < ks.size(); ++j)
-        if (fk[i] < static_cast<double>(ks[j])) ++records_below[j * largest + s];
+      if (!(fk[i] < static_cast<double>(ks.back()))) continue;
+      const auto first = static_cast<std::size_t>(
+          std::upper_bound(ks.begin(), ks.end(), fk[i], [](double f, std::int64_t k) { return f < static_cast<double>(k); }) -
+          ks.begin());
+      const auto size = static_cast<std::int64_t>(class_size[i]);
+      if (size < kDenseSizes)
+        ++dense[first * kDenseSizes + static_cast<std::size_t>(size)];
+      else
+        ++counts[{first, size}];
     }
-    comm.all_reduce_sum(std::span<std::int64_t>(records_below));
+    for (std::size_t j = 0; j < ks.size(); ++j)
+      for (std::int64_t size = 1; size < kDenseSizes; ++size)
+        if (const std::int64_t records = dense[j * kDenseSizes + static_cast<std::size_t>(size)]; records > 0)
+          counts[{j, size}] += records;
+    std::vector<std::int64_t> flat;
+    for (const auto& [key, records] : counts) flat.insert(flat.end(), {static_cast<std::int64_t>(key.first), key.second, records});
+    std::map<std::pair<std::size_t, std::int64_t>, std::int64_t> total;
+    for (const auto& part : comm.all_gather_bytes(std::as_bytes(std::span<const std::int64_t>(flat)))) {
+      std::vector<std::int64_t> values(part.size() / sizeof(std::int64_t));
+      std::memcpy(values.data(), part.data(), part.size());
+      for (std::size_t v = 0; v + 2 < values.size(); v += 3)
+        total[{static_cast<std::size_t>(values[v]), values[v + 1]}] += values[v + 2];
+    }
     nlohmann::json table = nlohmann::json::array();
     for (std::size_t j = 0; j < ks.size(); ++j) {
+      std::map<std::int64_t, std::int64_t> by_size;  // records below ks[j], by class size
+      for (const auto& [key, records] : total)
+        if (key.first <= j) by_size[key.second] += records;
       std::int64_t records = 0;
       std::int64_t classes = 0;
-      for (std::size_t s = 1; s < largest; ++s) {
-        records += records_below[j * largest + s];
-        classes += records_below[j * largest + s] / static_cast<std::int64_t>(s);
+      for (const auto& [size, count] : by_size) {
+        records += count;
+        classes += count / size;
       }
       table.push_back({{"k", ks[j]}, {"records_below_k", records}, {"classes_below_k", classes}});
     }
