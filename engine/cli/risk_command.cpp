@@ -387,9 +387,21 @@ class RiskCommand final : public Command {
     std::vector<Column> measure_columns;
     const std::span<const std::int64_t> household_ids =
         options_.household ? table.require(*options_.household, VariableType::kId).ids() : std::span<const std::int64_t>();
-    const RiskContext measure_context{comm,          options_.input.string(), table,       keys,
-                                      options_.keys, weights,                 household_ids, frequencies.records,
-                                      risk,          options_.mode,           seed ? std::optional<std::uint64_t>(seed->value) : std::nullopt};
+    const std::string input_name = options_.input.string();
+    const RiskContext measure_context{.comm = comm,
+                                      .input_name = input_name,
+                                      .table = table,
+                                      .keys = keys,
+                                      .key_names = options_.keys,
+                                      .weights = weights,
+                                      .household_ids = household_ids,
+                                      .frequencies = frequencies.records,
+                                      .individual_risk = risk,
+                                      .mode = options_.mode,
+                                      .seed = seed ? std::optional<std::uint64_t>(seed->value) : std::nullopt,
+                                      .individual_risk_options = risk_options,
+                                      .k_anonymity = options_.k_anonymity,
+                                      .weight_name = options_.weight};
     for (auto& measure : measures_) {
       if (!measure->enabled()) continue;
       RiskMeasureOutput output;

@@ -177,11 +177,9 @@ class BootstrapMeasure final : public RiskMeasure {
     if (weighted) check_weights(context);
 
     ReplicateRiskOptions options;
-    options.risk.method = command_flag(app_, "--risk-method", IndividualRiskMethod::kApprox);
-    options.risk.qual = command_flag(app_, "--qual", 1.0);
-    options.risk.mode = context.mode == Mode::kCompat ? RiskMode::kCompat : RiskMode::kNative;
+    options.risk = context.individual_risk_options;
     options.risk.weighted = weighted;
-    options.k = command_flag<std::int64_t>(app_, "--k-anonymity", 3);
+    options.k = context.k_anonymity;
 
     // Resampling units, one per record, and the design.
     std::vector<std::uint64_t> units(n);
@@ -306,7 +304,7 @@ class BootstrapMeasure final : public RiskMeasure {
     }
     const std::int64_t row = first_row_over_ranks(context.comm, bad);
     if (row == kNoRow) return;
-    const std::string weight = command_flag<std::string>(app_, "--weight", "weight");
+    const std::string weight = context.weight_name.value_or("weight");
     throw InvalidInput(context.input_name + ": variable '" + weight + "', row id " + std::to_string(row) +
                        (native ? ": --bootstrap needs weights of at least 1 in native mode (a replicate class could "
                                  "otherwise have F < f); give --mode compat to allow weights in (0, 1)"

@@ -235,14 +235,7 @@ class NbSmoothingMeasure final : public RiskMeasure {
                        ": missing value in an ordinal key of --nb-smoothing (ordinal keys must be complete)");
   }
 
-  static std::string weight_name(const RiskContext& context) {
-    // The weight variable is the step's --weight: the continuous column whose values are the weights.
-    if (context.weights.empty()) return "weight";
-    for (const Column& column : context.table.columns())
-      if (column.info().type == VariableType::kContinuous && column.values().data() == context.weights.data())
-        return column.name();
-    return "weight";
-  }
+  static std::string weight_name(const RiskContext& context) { return context.weight_name.value_or("weight"); }
 
   bool enabled_ = false;
   std::vector<std::string> ordinal_keys_;

@@ -21,6 +21,7 @@
 #include "kernels/core/record_rng.h"
 #include "kernels/core/table.h"
 #include "kernels/risk/frequency_count.h"
+#include "kernels/risk/individual_risk.h"
 
 namespace sdc::engine {
 
@@ -37,6 +38,9 @@ struct RiskContext {
   std::span<const double> individual_risk;     ///< Benedetti–Franconi risk of this rank's records
   Mode mode;
   std::optional<std::uint64_t> seed;  ///< set when some enabled measure needs one
+  const IndividualRiskOptions& individual_risk_options;  ///< as the step computed individual_risk
+  std::int64_t k_anonymity;                             ///< the step's k
+  const std::optional<std::string>& weight_name;        ///< the weight variable, when the step has one
 };
 
 struct RiskMeasureOutput {
