@@ -104,31 +104,6 @@ Expected kernel_risks(const std::vector<Row>& rows, const NbSmoothingOptions& op
   return expected;
 }
 
-std::vector<std::vector<std::string>> read_csv(const std::filesystem::path& path) {
-  std::vector<std::vector<std::string>> rows;
-  std::istringstream in(read_text(path));
-  std::string line;
-  while (std::getline(in, line)) {
-    std::vector<std::string> fields;
-    std::string field;
-    std::istringstream parts(line);
-    while (std::getline(parts, field, ',')) fields.push_back(field);
-    rows.push_back(fields);
-  }
-  return rows;
-}
-
-std::vector<double> numbers(const std::vector<std::vector<std::string>>& rows, const std::string& name) {
-  const auto& header = rows.at(0);
-  const auto it = std::find(header.begin(), header.end(), name);
-  EXPECT_NE(it, header.end()) << name;
-  if (it == header.end()) return {};
-  const auto index = static_cast<std::size_t>(it - header.begin());
-  std::vector<double> values;
-  for (std::size_t r = 1; r < rows.size(); ++r) values.push_back(std::stod(rows[r].at(index)));
-  return values;
-}
-
 class NbSmoothing : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -152,7 +127,7 @@ class NbSmoothing : public ::testing::Test {
     EXPECT_EQ(result.exit_code, 0) << result.err;
     EXPECT_EQ(validate_report(dir_ / "r.json"), "");
     EXPECT_EQ(run_sdc({"export", (dir_ / "r.h5").string(), "-o", (dir_ / "r.csv").string()}).exit_code, 0);
-    return {read_csv(dir_ / "r.csv"),
+    return {read_csv_fields(dir_ / "r.csv"),
             nlohmann::json::parse(read_text(dir_ / "r.json"))["steps"][0]["results"]["nb_smoothing"]};
   }
 
@@ -161,9 +136,9 @@ class NbSmoothing : public ::testing::Test {
                              std::optional<double> pi) {
     const auto [rows, results] = risk(flags);
     const Expected expected = kernel_risks(rows_, options, pi);
-    const auto p = numbers(rows, "nb_risk");
-    const auto e = numbers(rows, "nb_expected_inverse");
-    const auto fk = numbers(rows, "fk");
+    const auto p = csv_numbers(rows, "nb_risk");
+    const auto e = csv_numbers(rows, "nb_expected_inverse");
+    const auto fk = csv_numbers(rows, "fk");
     ASSERT_EQ(p.size(), rows_.size());
     ASSERT_EQ(e.size(), rows_.size());
     double sum_p = 0.0, sum_e = 0.0;
@@ -231,9 +206,9 @@ TEST_F(NbSmoothing, GivesTheKernelsRisksForAnL1BallExcludedEdgesAndAGivenSamplin
 TEST_F(NbSmoothing, GivesRiskOneToEveryUniqueOfACensus) {
   // π = 1: the sample is the population, every sample unique is a population unique (ρ = 1).
   const auto [rows, results] = risk({"--nb-smoothing", "--ordinal-keys", "a", "--nb-sampling-fraction", "1"});
-  const auto p = numbers(rows, "nb_risk");
-  const auto e = numbers(rows, "nb_expected_inverse");
-  const auto fk = numbers(rows, "fk");
+  const auto p = csv_numbers(rows, "nb_risk");
+  const auto e = csv_numbers(rows, "nb_expected_inverse");
+  const auto fk = csv_numbers(rows, "fk");
   for (std::size_t i = 0; i < p.size(); ++i) {
     EXPECT_EQ(p[i], fk[i] == 1.0 ? 1.0 : 0.0);
     EXPECT_EQ(e[i], fk[i] == 1.0 ? 1.0 : 0.0);
