@@ -4,6 +4,7 @@
 #include <tbb/global_control.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <memory>
 #include <sstream>
 
@@ -194,18 +195,23 @@ class JobPlanner {
         for (const io::JobSetting& setting : step.settings)
           if (parsed.error.find("--" + setting.key) != std::string::npos) line = setting.line;
         problem(line, where + ": " + parsed.error);
-      } else if (available) {
-        std::vector<std::string> variable_problems;
-        parsed.command->check_variables(*available, variable_problems);
-        for (const auto& text : variable_problems) problem(step.line, where + ": " + text);
-        auto added = parsed.command->added_variables();
-        if (!parsed.command->keeps_input_variables()) available->clear();
-        for (auto& variable : added) {
-          std::erase_if(*available, [&](const VariableInfo& v) { return v.name == variable.name; });
-          available->push_back(std::move(variable));
+      } else {
+        if (parsed.command->needs_seed() && !job_.seed_file && std::getenv("SDC_SEED") == nullptr)
+          problem(step.line, where + ": the step draws random numbers and needs a seed: give seed_file in the job, "
+                                     "--seed-file to sdc run, or set SDC_SEED");
+        if (available) {
+          std::vector<std::string> variable_problems;
+          parsed.command->check_variables(*available, variable_problems);
+          for (const auto& text : variable_problems) problem(step.line, where + ": " + text);
+          auto added = parsed.command->added_variables();
+          if (!parsed.command->keeps_input_variables()) available->clear();
+          for (auto& variable : added) {
+            std::erase_if(*available, [&](const VariableInfo& v) { return v.name == variable.name; });
+            available->push_back(std::move(variable));
+          }
+        } else if (!parsed.command->keeps_input_variables()) {
+          available = parsed.command->added_variables();
         }
-      } else if (parsed.command != nullptr && !parsed.command->keeps_input_variables()) {
-        available = parsed.command->added_variables();
       }
       if (plan.output) {
         current_input = plan.output;

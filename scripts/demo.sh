@@ -19,7 +19,7 @@ mpi=(mpirun -n 2 --oversubscribe --bind-to none)
 "${mpi[@]}" "$sdc" generate census --households "$households" --seed-file "$out/seed" \
   --output "$out/census.h5" --report "$out/generate-report.json"
 "$sdc" info "$out/census.h5"
-"${mpi[@]}" "$sdc" run jobs/census.yaml --input "$out/census.h5" --output-dir "$out/census" \
+"${mpi[@]}" "$sdc" run jobs/census.yaml --input "$out/census.h5" --output-dir "$out/census" --seed-file "$out/seed" \
   --report "$out/census/report.json"
 
 echo

@@ -62,6 +62,9 @@ class Command {
   /// keeps_input_variables() is false).
   virtual std::vector<VariableInfo> added_variables() const { return {}; }
   virtual bool keeps_input_variables() const { return true; }
+  /// Whether the command, with the flags parsed, draws random numbers (and so needs a seed): a job
+  /// checks it before running anything.
+  virtual bool needs_seed() const { return false; }
 };
 
 std::vector<std::unique_ptr<Command>> make_commands();

@@ -99,6 +99,7 @@ class GenerateCommand final : public Command {
 
   /// For `sdc run`: a generated census replaces whatever a job held before.
   bool keeps_input_variables() const override { return census_ == nullptr || !census_->parsed(); }
+  bool needs_seed() const override { return census_ != nullptr && census_->parsed(); }
   std::vector<VariableInfo> added_variables() const override {
     if (census_ == nullptr || !census_->parsed()) return {};
     try {

@@ -452,6 +452,11 @@ class RiskCommand final : public Command {
       if (measure->enabled()) measure->check_variables(available, problems);
   }
 
+  bool needs_seed() const override {
+    return std::any_of(measures_.begin(), measures_.end(),
+                       [](const auto& measure) { return measure->enabled() && !measure->draws().empty(); });
+  }
+
   std::vector<VariableInfo> added_variables() const override {
     std::vector<VariableInfo> added{new_variable(kFk, VariableType::kContinuous),
                                     new_variable(kFkWeighted, VariableType::kContinuous),

@@ -76,6 +76,7 @@ nlohmann::json summary_json(const ReplicateSummary& s, bool naive) {
           {"bias", s.bias},
           {"percentile", {{"lower", s.percentile.lower}, {"upper", s.percentile.upper}}},
           {"basic", {{"lower", s.basic.lower}, {"upper", s.basic.upper}}},
+          {"critical_value", {{"value", number_or_null(s.critical.value)}, {"rank", s.critical.rank}}},
           {"naive", naive}};
 }
 

@@ -325,6 +325,12 @@ ReplicateSummary summarize_replicates(std::span<const double> replicates, double
   summary.basic = basic_interval(replicates, estimate, alpha, options);
   summary.replicates = summary.percentile.replicates;
   summary.nan_replicates = summary.percentile.nan_replicates;
+  if (static_cast<double>(summary.replicates) * (1.0 - alpha) >= 1.0) {
+    summary.critical = bootstrap_critical_value(replicates, alpha);
+  } else {
+    summary.critical.value = std::numeric_limits<double>::quiet_NaN();
+    summary.critical.replicates = summary.replicates;
+  }
 
   ExactSum sum;
   for (double x : replicates) {

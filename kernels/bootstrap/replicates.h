@@ -108,6 +108,9 @@ struct ReplicateSummary {
   double bias = 0.0;            ///< mean(θ*) - θ̂
   BootstrapInterval percentile;  ///< [Q(α/2), Q(1 - α/2)]
   BootstrapInterval basic;       ///< [2θ̂ - Q(1 - α/2), 2θ̂ - Q(α/2)]
+  /// The order-statistic critical value t*_(⌊(1 - α)B⌋) for a test rejecting for large values
+  /// (bootstrap.md §6); rank 0 (and value NaN) when B is below 1/(1 - α).
+  CriticalValue critical;
   std::uint64_t replicates = 0;      ///< B: non-NaN replicate values
   std::uint64_t nan_replicates = 0;  ///< excluded from everything above
   double alpha = 0.05;

@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include <chrono>
+#include <cstdlib>
 #include <random>
 #include <sstream>
 #include <thread>
@@ -121,6 +122,23 @@ TEST_F(AJob, RejectsAReportDirectoryThatDoesNotExistBeforeRunningAnything) {
   const auto result = run_sdc({"run", path.string(), "--input", (dir_ / "persons.h5").string()});
   EXPECT_EQ(result.exit_code, 4);
   EXPECT_NE(result.err.find("report: directory '" + (dir_ / "nowhere").string() + "' does not exist"), std::string::npos)
+      << result.err;
+  EXPECT_FALSE(std::filesystem::exists(dir_ / "out")) << "nothing runs";
+}
+
+TEST_F(AJob, NeedsASeedForAStepThatDrawsBeforeRunningAnything) {
+  if (std::getenv("SDC_SEED") != nullptr) GTEST_SKIP() << "SDC_SEED is set in this environment";
+  const auto path = job("job.yaml",
+                        "version: 1\n"
+                        "output_dir: " + (dir_ / "out").string() + "\n"
+                        "steps:\n"
+                        "  - method: risk\n"
+                        "    keys: [sex, age]\n"
+                        "    household: hid\n"
+                        "    bootstrap: 20\n");
+  const auto result = run_sdc({"run", path.string(), "--input", (dir_ / "persons.h5").string()});
+  EXPECT_EQ(result.exit_code, 4);
+  EXPECT_NE(result.err.find("step 1 (risk): the step draws random numbers and needs a seed"), std::string::npos)
       << result.err;
   EXPECT_FALSE(std::filesystem::exists(dir_ / "out")) << "nothing runs";
 }

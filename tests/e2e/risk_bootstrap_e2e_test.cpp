@@ -143,6 +143,10 @@ TEST_F(ABootstrap, TakesTheConfidenceAndQuantileType) {
   EXPECT_EQ(n["standard_error"], w["standard_error"]);
   EXPECT_GE(n["percentile"]["lower"].get<double>(), w["percentile"]["lower"].get<double>());
   EXPECT_LE(n["percentile"]["upper"].get<double>(), w["percentile"]["upper"].get<double>());
+  // The order-statistic critical value (bootstrap.md §6): t*_(floor((1 - alpha) B)), B = 99.
+  EXPECT_EQ(w["critical_value"]["rank"], 94) << "floor(0.95 * 99)";
+  EXPECT_EQ(n["critical_value"]["rank"], 89) << "floor(0.9 * 99)";
+  EXPECT_LE(n["critical_value"]["value"].get<double>(), w["critical_value"]["value"].get<double>());
 }
 
 TEST_F(ABootstrap, UsesTheStepsRiskMethodQualAndK) {
