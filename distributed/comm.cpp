@@ -171,6 +171,7 @@ std::vector<std::byte> Communicator::broadcast_bytes(std::span<const std::byte> 
 
 void ByteReader::read_into(void* out, std::size_t size) {
   SDC_CHECK(position_ + size <= bytes_.size(), "reading past the end of a received buffer");
+  if (size == 0) return;  // an empty span may have a null data pointer
   std::memcpy(out, bytes_.data() + position_, size);
   position_ += size;
 }

@@ -100,6 +100,7 @@ class ByteWriter {
 
  private:
   void append(const void* data, std::size_t size) {
+    if (size == 0) return;  // an empty span may have a null data pointer, which memcpy must not see
     if (size_ + size > bytes_.size()) bytes_.resize(std::max(2 * bytes_.size(), size_ + size + 256));
     std::memcpy(bytes_.data() + size_, data, size);
     size_ += size;

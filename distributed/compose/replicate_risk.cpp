@@ -153,7 +153,7 @@ StratifiedUnits number_units_within_strata(const Communicator& comm, std::span<c
   std::vector<std::uint64_t> rank_counts(strata);
   for (std::size_t r = 0; r < all.size(); ++r) {
     SDC_CHECK(all[r].size() == strata * sizeof(std::uint64_t), "the same strata on every rank");
-    std::memcpy(rank_counts.data(), all[r].data(), all[r].size());
+    if (!all[r].empty()) std::memcpy(rank_counts.data(), all[r].data(), all[r].size());
     for (std::size_t h = 0; h < strata; ++h) {
       totals[h] += rank_counts[h];
       if (r < static_cast<std::size_t>(comm.rank())) before[h] += rank_counts[h];

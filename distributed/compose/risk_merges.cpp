@@ -13,7 +13,7 @@ std::vector<std::byte> serialize(const ExactSum& sum) {
 
 ExactSum deserialize(std::span<const std::byte> bytes) {
   std::vector<double> partials(bytes.size() / sizeof(double));
-  std::memcpy(partials.data(), bytes.data(), partials.size() * sizeof(double));
+  if (!partials.empty()) std::memcpy(partials.data(), bytes.data(), partials.size() * sizeof(double));
   return ExactSum::from_partials(partials);
 }
 
@@ -44,8 +44,10 @@ RiskThreshold distributed_risk_threshold(const Communicator& comm, std::span<con
     std::vector<std::byte>& out = send[0];
     out.resize(sizeof(size) + size * (sizeof(double) + sizeof(std::int64_t)));
     std::memcpy(out.data(), &size, sizeof(size));
-    std::memcpy(out.data() + sizeof(size), histogram.values.data(), size * sizeof(double));
-    std::memcpy(out.data() + sizeof(size) + size * sizeof(double), histogram.counts.data(), size * sizeof(std::int64_t));
+    if (size > 0) {
+      std::memcpy(out.data() + sizeof(size), histogram.values.data(), size * sizeof(double));
+      std::memcpy(out.data() + sizeof(size) + size * sizeof(double), histogram.counts.data(), size * sizeof(std::int64_t));
+    }
     const auto received = comm.all_to_all_bytes(send);
     struct Shared {
       double threshold = 0.0;

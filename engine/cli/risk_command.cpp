@@ -527,7 +527,7 @@ class RiskCommand final : public Command {
     std::map<std::pair<std::size_t, std::int64_t>, std::int64_t> total;
     for (const auto& part : comm.all_gather_bytes(std::as_bytes(std::span<const std::int64_t>(flat)))) {
       std::vector<std::int64_t> values(part.size() / sizeof(std::int64_t));
-      std::memcpy(values.data(), part.data(), part.size());
+      if (!part.empty()) std::memcpy(values.data(), part.data(), part.size());
       for (std::size_t v = 0; v + 2 < values.size(); v += 3)
         total[{static_cast<std::size_t>(values[v]), values[v + 1]}] += values[v + 2];
     }

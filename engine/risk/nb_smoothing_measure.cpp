@@ -235,7 +235,10 @@ class NbSmoothingMeasure final : public RiskMeasure {
                        ": missing value in an ordinal key of --nb-smoothing (ordinal keys must be complete)");
   }
 
-  static std::string weight_name(const RiskContext& context) { return context.weight_name.value_or("weight"); }
+  /// A view that outlives the step: the option's own string, or a literal.
+  static std::string_view weight_name(const RiskContext& context) {
+    return context.weight_name ? std::string_view(*context.weight_name) : std::string_view("weight");
+  }
 
   bool enabled_ = false;
   std::vector<std::string> ordinal_keys_;
