@@ -43,22 +43,11 @@ void check_same_subset(const Communicator& comm, std::span<const std::size_t> su
 /// Dense: per flagged record the index of its tuple; a histogram summed over ranks.
 void count_dense(const Communicator& comm, const KeyColumns& keys, std::span<const std::size_t> subset,
                  std::span<const std::uint32_t> records, std::uint64_t space, std::span<std::uint8_t> out) {
-  std::vector<std::uint64_t> radix(subset.size());
-  std::uint64_t scale = 1;
-  for (std::size_t t = subset.size(); t-- > 0;) {
-    radix[t] = scale;
-    scale *= static_cast<std::uint64_t>(keys.level_counts[subset[t]]) + 1U;
-  }
-  std::vector<std::uint64_t> codes(records.size());
+  const std::vector<std::uint64_t> codes = subset_tuple_indices(keys, subset, records);
   std::vector<std::uint64_t> histogram(space, 0);
-  tbb::parallel_for(tbb::blocked_range<std::size_t>(0, records.size(), kGrain), [&](const auto& range) {
-    for (std::size_t p = range.begin(); p != range.end(); ++p) {
-      std::uint64_t code = 0;
-      for (std::size_t t = 0; t < subset.size(); ++t)
-        code += static_cast<std::uint64_t>(static_cast<std::int64_t>(keys.codes[subset[t]][records[p]]) + 1) * radix[t];
-      codes[p] = code;
-      std::atomic_ref<std::uint64_t>(histogram[code]).fetch_add(1, std::memory_order_relaxed);
-    }
+  tbb::parallel_for(tbb::blocked_range<std::size_t>(0, codes.size(), kGrain), [&](const auto& range) {
+    for (std::size_t p = range.begin(); p != range.end(); ++p)
+      std::atomic_ref<std::uint64_t>(histogram[codes[p]]).fetch_add(1, std::memory_order_relaxed);
   });
   comm.all_reduce_sum(std::span<std::uint64_t>(histogram));  // integer counts: any order
   tbb::parallel_for(tbb::blocked_range<std::size_t>(0, records.size(), kGrain), [&](const auto& range) {

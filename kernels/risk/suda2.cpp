@@ -65,21 +65,7 @@ std::vector<std::uint32_t> flagged_records(std::span<const std::uint64_t> flags,
 
 void count_dense(const KeyColumns& keys, std::span<const std::size_t> subset, std::span<const std::uint32_t> records,
                  std::uint64_t space, std::span<std::uint8_t> out) {
-  std::vector<std::uint64_t> radix(subset.size());
-  std::uint64_t scale = 1;
-  for (std::size_t t = subset.size(); t-- > 0;) {
-    radix[t] = scale;
-    scale *= static_cast<std::uint64_t>(keys.level_counts[subset[t]]) + 1U;
-  }
-  std::vector<std::uint64_t> codes(records.size());
-  tbb::parallel_for(tbb::blocked_range<std::size_t>(0, records.size(), 1 << 14), [&](const auto& range) {
-    for (std::size_t p = range.begin(); p != range.end(); ++p) {
-      std::uint64_t code = 0;
-      for (std::size_t t = 0; t < subset.size(); ++t)
-        code += static_cast<std::uint64_t>(static_cast<std::int64_t>(keys.codes[subset[t]][records[p]]) + 1) * radix[t];
-      codes[p] = code;
-    }
-  });
+  const std::vector<std::uint64_t> codes = subset_tuple_indices(keys, subset, records);
   std::vector<std::uint32_t> counts(space, 0);
   if (space <= kPrivateHistogramSpace) {
     tbb::enumerable_thread_specific<std::vector<std::uint32_t>> histograms(std::vector<std::uint32_t>(space, 0));
@@ -205,6 +191,26 @@ struct ChunkSums {
 };
 
 }  // namespace
+
+std::vector<std::uint64_t> subset_tuple_indices(const KeyColumns& keys, std::span<const std::size_t> subset,
+                                                std::span<const std::uint32_t> records) {
+  std::vector<std::uint64_t> radix(subset.size());
+  std::uint64_t scale = 1;
+  for (std::size_t t = subset.size(); t-- > 0;) {
+    radix[t] = scale;
+    scale *= static_cast<std::uint64_t>(keys.level_counts[subset[t]]) + 1U;
+  }
+  std::vector<std::uint64_t> codes(records.size());
+  tbb::parallel_for(tbb::blocked_range<std::size_t>(0, records.size(), 1 << 14), [&](const auto& range) {
+    for (std::size_t p = range.begin(); p != range.end(); ++p) {
+      std::uint64_t code = 0;
+      for (std::size_t t = 0; t < subset.size(); ++t)
+        code += static_cast<std::uint64_t>(static_cast<std::int64_t>(keys.codes[subset[t]][records[p]]) + 1) * radix[t];
+      codes[p] = code;
+    }
+  });
+  return codes;
+}
 
 SubsetCounter make_local_subset_counter(const KeyColumns& keys) {
   SDC_CHECK(keys.level_counts.size() == keys.key_count(), "one level count per key");

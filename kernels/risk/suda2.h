@@ -95,6 +95,13 @@ inline std::size_t record_bit_words(std::size_t records) { return (records + 63)
 using SubsetCounter = std::function<void(std::span<const std::size_t> subset, std::span<const std::uint64_t> candidates,
                                          std::span<std::uint8_t> capped_counts)>;
 
+/// The index of each listed record's value tuple on the keys of `subset` in their mixed-radix space
+/// (code c of key j is digit c + 1 of radix L_j + 1, so missing is digit 0): below the product of
+/// (L_j + 1) over the subset, which the caller checks fits in 64 bits. Parallel; the local and the
+/// distributed counters histogram these indices.
+std::vector<std::uint64_t> subset_tuple_indices(const KeyColumns& keys, std::span<const std::size_t> subset,
+                                                std::span<const std::uint32_t> records);
+
 /// The counter over one block of records (the whole sample when the block is). Keeps a reference
 /// to `keys`. Dense counting when the subset's tuple space is small against the flagged records,
 /// otherwise group_by_keys on their gathered codes; parallel with TBB, integer counts only, so the
