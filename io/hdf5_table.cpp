@@ -267,7 +267,119 @@ bool write_strings_attribute(hid_t object, const char* name, const std::vector<s
   return H5Awrite(attribute.get(), type.get(), pointers.data()) >= 0 && attribute.close();
 }
 
+std::optional<FileStamp> stamp_of(const std::filesystem::path& path) {
+  struct stat status {};
+  if (::stat(path.c_str(), &status) != 0) return std::nullopt;
+  return FileStamp{status.st_dev, status.st_ino, status.st_size,
+                   static_cast<std::int64_t>(status.st_mtim.tv_sec) * 1'000'000'000 + status.st_mtim.tv_nsec};
+}
+
 // ---- writer -------------------------------------------------------------------------------------
+
+/// The filter pipeline of a dataset creation property list: filter ids, flags and parameters in
+/// order. Two datasets with equal pipelines (and equal types and chunks) accept each other's chunks.
+struct FilterPipeline {
+  struct Stage {
+    H5Z_filter_t id = 0;
+    unsigned flags = 0;
+    std::vector<unsigned> parameters;
+    bool operator==(const Stage&) const = default;
+  };
+  std::vector<Stage> stages;
+  bool operator==(const FilterPipeline&) const = default;
+};
+
+std::optional<FilterPipeline> filter_pipeline(hid_t create) {
+  const int count = H5Pget_nfilters(create);
+  if (count < 0) return std::nullopt;
+  FilterPipeline pipeline;
+  for (int i = 0; i < count; ++i) {
+    FilterPipeline::Stage stage;
+    std::array<unsigned, 16> values{};
+    std::size_t value_count = values.size();
+    stage.id = H5Pget_filter2(create, static_cast<unsigned>(i), &stage.flags, &value_count, values.data(), 0, nullptr, nullptr);
+    if (stage.id < 0 || value_count > values.size()) return std::nullopt;
+    stage.parameters.assign(values.begin(), values.begin() + static_cast<std::ptrdiff_t>(value_count));
+    pipeline.stages.push_back(std::move(stage));
+  }
+  return pipeline;
+}
+
+/// How a chunked dataset stores its values: what must agree before chunks move between datasets.
+struct ChunkedLayout {
+  hsize_t rows = 0;
+  hsize_t chunk_rows = 0;
+  FilterPipeline pipeline;
+};
+
+std::optional<ChunkedLayout> chunked_layout(hid_t dataset) {
+  const hdf5::PropertyList create(H5Dget_create_plist(dataset));
+  const hdf5::Dataspace space(H5Dget_space(dataset));
+  ChunkedLayout layout;
+  if (!create.valid() || !space.valid() || H5Pget_layout(create.get()) != H5D_CHUNKED ||
+      H5Sget_simple_extent_ndims(space.get()) != 1 || H5Sget_simple_extent_dims(space.get(), &layout.rows, nullptr) != 1 ||
+      H5Pget_chunk(create.get(), 1, &layout.chunk_rows) != 1 || layout.chunk_rows == 0)
+    return std::nullopt;
+  auto pipeline = filter_pipeline(create.get());
+  if (!pipeline) return std::nullopt;
+  layout.pipeline = std::move(*pipeline);
+  return layout;
+}
+
+/// The file a write copies unchanged variables from (Hdf5WriteOptions::unchanged), opened read-only
+/// for the duration of one create() or write_rows(). Every check failing means "encode instead":
+/// the values are in memory, so copying is only ever a shortcut.
+class UnchangedSource {
+ public:
+  explicit UnchangedSource(std::optional<UnchangedVariables> unchanged) : unchanged_(std::move(unchanged)) {
+    if (!unchanged_ || unchanged_->names.empty()) return;
+    const auto stamp = stamp_of(unchanged_->path);
+    if (!stamp || *stamp != unchanged_->stamp) return;
+    hdf5::PropertyList access(H5Pcreate(H5P_FILE_ACCESS));
+    if (!access.valid() || H5Pset_file_locking(access.get(), true, true) < 0) {
+      forget_errors();
+      return;
+    }
+    file_ = hdf5::File(H5Fopen(unchanged_->path.c_str(), H5F_ACC_RDONLY, access.get()));
+    if (file_.valid()) variables_ = hdf5::Group(H5Gopen2(file_.get(), kVariablesGroup, H5P_DEFAULT));
+    forget_errors();
+  }
+
+  /// The source's dataset of `name` when its chunks can be copied into `target` as they are:
+  /// the variable is one of the unchanged ones, and type, extent, chunk size and filters agree, and
+  /// every chunk is stored. An invalid handle otherwise.
+  hdf5::Dataset dataset_for(const std::string& name, hid_t target) const {
+    if (!variables_.valid() ||
+        std::find(unchanged_->names.begin(), unchanged_->names.end(), name) == unchanged_->names.end())
+      return {};
+    hdf5::Dataset source(H5Dopen2(variables_.get(), name.c_str(), H5P_DEFAULT));
+    const bool compatible = source.valid() && same_type(source.get(), target) && [&] {
+      const auto from = chunked_layout(source.get());
+      const auto to = chunked_layout(target);
+      // HDF5 1.10 does not take H5S_ALL here.
+      const hdf5::Dataspace space(H5Dget_space(source.get()));
+      hsize_t stored_chunks = 0;
+      return from && to && from->rows == to->rows && from->chunk_rows == to->chunk_rows &&
+             from->pipeline == to->pipeline && space.valid() &&
+             H5Dget_num_chunks(source.get(), space.get(), &stored_chunks) >= 0 &&
+             stored_chunks == (from->rows + from->chunk_rows - 1) / from->chunk_rows;
+    }();
+    forget_errors();
+    return compatible ? std::move(source) : hdf5::Dataset();
+  }
+
+ private:
+  static bool same_type(hid_t source, hid_t target) {
+    const hdf5::Datatype from(H5Dget_type(source));
+    const hdf5::Datatype to(H5Dget_type(target));
+    return from.valid() && to.valid() && H5Tequal(from.get(), to.get()) > 0;
+  }
+  static void forget_errors() { hdf5::take_error_detail(); }
+
+  std::optional<UnchangedVariables> unchanged_;
+  hdf5::File file_;
+  hdf5::Group variables_;
+};
 
 /// Rows per chunk of a table of `rows` rows: a short table is one chunk, since a whole default chunk
 /// would waste space in every variable.
@@ -294,9 +406,11 @@ class TableWriter {
         write_file_attributes(root.get(), rows);
       }
       hdf5::Group group = create_variables_group(file.get());
+      const UnchangedSource unchanged(table != nullptr ? options_.unchanged : std::nullopt);
       for (std::size_t i = 0; i < variables.size(); ++i) {
         hdf5::Dataset dataset = create_dataset(group.get(), variables[i], rows);
-        if (table != nullptr) write_values(dataset.get(), table->columns()[i], 0, effective_chunk_rows(options_, rows));
+        if (table != nullptr)
+          write_values(dataset.get(), table->columns()[i], 0, effective_chunk_rows(options_, rows), unchanged);
         if (!dataset.close()) fail("dataset", variables[i].name);
       }
       if (!group.close()) fail("the variables group");
@@ -311,10 +425,11 @@ class TableWriter {
     finish(file, [&] {
       hdf5::Group group(H5Gopen2(file.get(), kVariablesGroup, H5P_DEFAULT));
       if (!group.valid()) fail("the variables group");
+      const UnchangedSource unchanged(options_.unchanged);
       for (const Column& column : part.columns()) {
         hdf5::Dataset dataset(H5Dopen2(group.get(), column.name().c_str(), H5P_DEFAULT));
         if (!dataset.valid()) fail("dataset", column.name());
-        write_values(dataset.get(), column, part.first_row_id(), checked_chunk_rows(dataset.get(), part, column));
+        write_values(dataset.get(), column, part.first_row_id(), checked_chunk_rows(dataset.get(), part, column), unchanged);
         if (!dataset.close()) fail("dataset", column.name());
       }
       if (!group.close()) fail("the variables group");
@@ -454,9 +569,12 @@ class TableWriter {
   }
 
   /// Writes `column` at file rows first_row.. (a chunk boundary).
-  void write_values(hid_t dataset, const Column& column, std::int64_t first_row, std::int64_t chunk_rows) const {
+  void write_values(hid_t dataset, const Column& column, std::int64_t first_row, std::int64_t chunk_rows,
+                    const UnchangedSource& unchanged) const {
     if (column.size() == 0) return;
-    if (filtered(options_.filters))
+    if (const hdf5::Dataset source = unchanged.dataset_for(column.name(), dataset); source.valid())
+      copy_chunks(source.get(), dataset, column, first_row, chunk_rows);
+    else if (filtered(options_.filters))
       write_chunks(dataset, column, first_row, chunk_rows);
     else
       write_plain(dataset, column, first_row);
@@ -472,6 +590,23 @@ class TableWriter {
         H5Dwrite(dataset, memory_type(column.type()), memory_space.get(), file_space.get(), H5P_DEFAULT,
                  column_bytes(column).data()) < 0)
       fail("values", column.name());
+  }
+
+  /// Copies the stored chunks of rows first_row .. + column.size() from `source`, a dataset stored
+  /// like `dataset` (UnchangedSource), with their filter masks: no decoding, no encoding.
+  void copy_chunks(hid_t source, hid_t dataset, const Column& column, std::int64_t first_row, std::int64_t chunk_rows) const {
+    std::vector<std::byte> stored;
+    const auto end = static_cast<hsize_t>(first_row) + column.size();
+    for (auto offset = static_cast<hsize_t>(first_row); offset < end; offset += static_cast<hsize_t>(chunk_rows)) {
+      hsize_t size = 0;
+      std::uint32_t filter_mask = 0;
+      if (H5Dget_chunk_storage_size(source, &offset, &size) < 0) fail("chunk (reading the unchanged input's)", column.name());
+      stored.resize(static_cast<std::size_t>(size));
+      if (H5Dread_chunk(source, H5P_DEFAULT, &offset, &filter_mask, stored.data()) < 0)
+        fail("chunk (reading the unchanged input's)", column.name());
+      if (H5Dwrite_chunk(dataset, H5P_DEFAULT, filter_mask, &offset, stored.size(), stored.data()) < 0)
+        fail("chunk", column.name());
+    }
   }
 
   void write_chunks(hid_t dataset, const Column& column, std::int64_t first_row, std::int64_t chunk_rows) const {
@@ -662,6 +797,7 @@ struct Hdf5TableReader::Impl {
       invalid_with_detail({}, "cannot set up HDF5 file access");
     file = hdf5::File(H5Fopen(path.c_str(), H5F_ACC_RDONLY, access.get()));
     if (!file.valid()) invalid_with_detail({}, "damaged or truncated HDF5 file, cannot be opened");
+    summary.stamp = stamp_of(path).value_or(FileStamp{});
   }
 
   void read_file_attributes() {

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -48,11 +49,33 @@ struct Provenance {
 /// Provenance of a file written now by this build of sdc-engine.
 Provenance make_provenance(std::string command, std::string input_digest);
 
+/// One version of a file on disk: a file rewritten or replaced since it was read has another stamp.
+struct FileStamp {
+  dev_t device = 0;
+  ino_t inode = 0;
+  off_t size = 0;
+  std::int64_t modified_ns = 0;
+  bool operator==(const FileStamp&) const = default;
+};
+
+/// Variables of a table being written that hold, row for row (same row ids), the values of the
+/// same-named variables of `path` as it was when read (`stamp`): the input variables a step carries
+/// along untouched. The writer copies their stored chunks from `path` instead of encoding the values
+/// again, when the two datasets are stored alike (type, extent, chunk size and filter pipeline) and
+/// the file still has its stamp; otherwise it encodes the values as usual. The caller vouches that
+/// the values are unchanged.
+struct UnchangedVariables {
+  std::filesystem::path path;
+  FileStamp stamp;
+  std::vector<std::string> names;
+};
+
 struct Hdf5WriteOptions {
   Hdf5Filters filters;
   std::int64_t chunk_rows = kDefaultChunkRows;  ///< 1..kMaxChunkRows; a table shorter than this is one chunk
   Provenance provenance;
   FilePermissions permissions;
+  std::optional<UnchangedVariables> unchanged;
 };
 
 /// Writes `table` to `output` atomically (temporary name, renamed when complete). Compression runs
@@ -86,6 +109,7 @@ struct FileSummary {
   Hdf5Filters filters;  ///< of the first variable
   std::int64_t chunk_rows = 0;  ///< of the first variable; 0 when it is not chunked or there is none
   std::vector<VariableInfo> variables;  ///< in file order
+  FileStamp stamp;  ///< of the file when it was opened
 };
 
 /// Reads and checks the metadata (format version, row count, each variable's attributes, dtype and

@@ -117,7 +117,9 @@ void check_weights(const Table& table, const std::string& name) {
 }
 
 /// The input's variables, less any that this step produces (a rerun replaces them), plus the new ones.
-Table output_table(Table&& input, std::vector<Column>&& added, std::vector<std::string>& warnings) {
+/// `carried` receives the names of the input variables kept.
+Table output_table(Table&& input, std::vector<Column>&& added, std::vector<std::string>& warnings,
+                   std::vector<std::string>& carried) {
   Table out(input.source(), input.row_count(), input.first_row_id());
   for (Column& column : input.mutable_columns()) {
     const bool replaced =
@@ -126,6 +128,7 @@ Table output_table(Table&& input, std::vector<Column>&& added, std::vector<std::
       warnings.push_back("the input's variable '" + column.name() + "' is replaced by this step's");
       continue;
     }
+    carried.push_back(column.name());
     out.add_column(std::move(column));
   }
   for (Column& column : added) out.add_column(std::move(column));
@@ -422,8 +425,11 @@ class RiskCommand final : public Command {
     for (Column& column : l_columns) added.push_back(std::move(column));
     for (Column& column : measure_columns) added.push_back(std::move(column));
 
-    Table out = output_table(std::move(part.table), std::move(added), step.warnings);
+    std::vector<std::string> carried;
+    Table out = output_table(std::move(part.table), std::move(added), step.warnings, carried);
     write_options.provenance.step_results = step.results.dump();
+    // The input's variables leave the step as they came: their stored chunks are copied.
+    write_options.unchanged = io::UnchangedVariables{options_.input, part.summary.stamp, std::move(carried)};
     write_partitioned(comm, std::move(out), options_.output, write_options);
     clock.lap("write");
     timer.stop();

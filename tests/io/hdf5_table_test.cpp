@@ -313,6 +313,91 @@ TEST(Hdf5Table, RefusesPartsThatWouldShareAChunk) {
             std::string::npos);
 }
 
+// ---- copying the stored chunks of unchanged variables ---------------------------------------------
+
+/// The table `census_table(rows)` with every value of `name` changed, standing in for values the
+/// writer must not look at when it copies that variable's chunks: what reads back tells which path
+/// the writer took.
+Table with_changed_values(std::int64_t rows, const std::string& name) {
+  Table table = census_table(rows);
+  for (Column& column : table.mutable_columns())
+    if (column.name() == name)
+      for (double& value : column.mutable_values()) value = -1.0;
+  return table;
+}
+
+TEST(Hdf5Table, CopiesTheStoredChunksOfVariablesDeclaredUnchanged) {
+  TempDir dir;
+  const Table original = census_table(1000);
+  write_table(original, dir / "input.h5", options_with(kDefault, 64));
+  Hdf5WriteOptions options = options_with(kDefault, 64);
+  options.unchanged = UnchangedVariables{dir / "input.h5", read_summary(dir / "input.h5").stamp, {"income", "sex"}};
+  write_table(with_changed_values(1000, "income"), dir / "output.h5", options);
+  expect_rows(original, read_table(dir / "output.h5"), 0);
+  EXPECT_EQ(content_digest(dir / "output.h5"), content_digest(dir / "input.h5"));
+
+  // Parts written by several writers copy their own row ranges.
+  std::vector<VariableInfo> variables;
+  for (const Column& column : original.columns()) variables.push_back(column.info());
+  const Table changed = with_changed_values(1000, "income");
+  create_table_file(dir / "parts.h5", variables, 1000, options);
+  write_table_rows(dir / "parts.h5", slice_rows(changed, 640, 360), options);
+  write_table_rows(dir / "parts.h5", slice_rows(changed, 0, 640), options);
+  expect_rows(original, read_table(dir / "parts.h5"), 0);
+}
+
+TEST(Hdf5Table, EncodesTheValuesWhenTheStoredChunksCannotBeCopied) {
+  TempDir dir;
+  write_table(census_table(1000), dir / "input.h5", options_with(kDefault, 64));
+  const FileStamp stamp = read_summary(dir / "input.h5").stamp;
+  const Table changed = with_changed_values(1000, "income");
+  const auto written_income = [&](const Hdf5WriteOptions& options) {
+    write_table(changed, dir / "output.h5", options);
+    return read_table(dir / "output.h5", {{"income"}, 0, -1, true}).require("income").values()[999];
+  };
+  Hdf5WriteOptions options = options_with(kDefault, 64);
+  options.unchanged = UnchangedVariables{dir / "input.h5", stamp, {"sex"}};
+  EXPECT_EQ(written_income(options), -1.0) << "a variable not declared unchanged";
+  options.unchanged->names = {"income"};
+  EXPECT_EQ(written_income(options_with(kDefault, 128)), -1.0) << "no unchanged variables";
+  Hdf5WriteOptions other_chunks = options_with(kDefault, 128);
+  other_chunks.unchanged = options.unchanged;
+  EXPECT_EQ(written_income(other_chunks), -1.0) << "another chunk size";
+  Hdf5WriteOptions other_filters = options_with(Hdf5Filters{true, 5}, 64);
+  other_filters.unchanged = options.unchanged;
+  EXPECT_EQ(written_income(other_filters), -1.0) << "another deflate level";
+  Hdf5WriteOptions other_stamp = options;
+  other_stamp.unchanged->stamp.modified_ns += 1;
+  EXPECT_EQ(written_income(other_stamp), -1.0) << "a file changed since it was read";
+  Hdf5WriteOptions missing_file = options;
+  missing_file.unchanged->path = dir / "nosuch.h5";
+  EXPECT_EQ(written_income(missing_file), -1.0) << "a file that is gone";
+  EXPECT_NE(written_income(options), -1.0) << "the copy itself";
+}
+
+TEST(Hdf5Table, CopiesChunksEncodedByHdf5ItselfWhenStoredAlike) {
+  // valid.h5 (h5py, 8-row chunks) stores region, age_group and weight with shuffle and deflate level
+  // 1, as the output does; income with deflate 6 alone, district unfiltered, person_id contiguously.
+  TempDir dir;
+  const Table input = read_table(bad_input("valid.h5"));
+  Table changed = read_table(bad_input("valid.h5"));
+  for (Column& column : changed.mutable_columns()) {
+    if (column.type() == VariableType::kContinuous)
+      for (double& value : column.mutable_values()) value = -1.0;
+    if (column.type() == VariableType::kCategorical)
+      for (std::int32_t& code : column.mutable_codes()) code = 0;
+  }
+  Hdf5WriteOptions options = options_with(kDefault, 8);
+  options.unchanged = UnchangedVariables{bad_input("valid.h5"), read_summary(bad_input("valid.h5")).stamp, changed.names()};
+  write_table(changed, dir / "output.h5", options);
+  const Table written = read_table(dir / "output.h5");
+  EXPECT_EQ(written.require("weight").values()[19], input.require("weight").values()[19]);
+  EXPECT_EQ(written.require("region").codes()[4], kMissingCode);
+  EXPECT_EQ(written.require("age_group").codes()[9], kMissingCode);
+  EXPECT_EQ(written.require("income").values()[19], -1.0);
+  EXPECT_EQ(written.require("district").codes()[19], 0);
+}
+
 // ---- reproducibility and digests ----------------------------------------------------------------
 
 TEST(Hdf5Table, EqualContentGivesByteIdenticalFiles) {
@@ -320,10 +405,10 @@ TEST(Hdf5Table, EqualContentGivesByteIdenticalFiles) {
   ::setenv("SOURCE_DATE_EPOCH", "1700000000", 1);
   const Table table = census_table(3000);
   for (const Hdf5Filters& filters : {kDefault, kNone}) {
-    write_table(table, dir / "a.h5", {filters, 256, make_provenance("sdc import x", "d1"), {}});
+    write_table(table, dir / "a.h5", {filters, 256, make_provenance("sdc import x", "d1"), {}, {}});
     // Object time stamps have a resolution of one second: a second apart they would differ.
     std::this_thread::sleep_for(std::chrono::milliseconds(1100));
-    write_table(table, dir / "b.h5", {filters, 256, make_provenance("sdc import x", "d1"), {}});
+    write_table(table, dir / "b.h5", {filters, 256, make_provenance("sdc import x", "d1"), {}, {}});
     const std::string a = testing::read_text(dir / "a.h5");
     EXPECT_GT(a.size(), 1000U);
     EXPECT_TRUE(a == testing::read_text(dir / "b.h5")) << "files differ with filters " << to_string(filters);
