@@ -239,6 +239,9 @@ class RiskCommand final : public Command {
     io::ensure_output_is_not_an_input(options_.output, {options_.input});
     io::ensure_output_directory_writable(options_.output);
     io::Hdf5WriteOptions write_options = data_output_options(context, options_.filters);
+    std::vector<std::string> problems;
+    check_measure_parameters(problems);
+    if (!problems.empty()) throw UsageError(problems.front());
     std::vector<StepId> draws;
     for (const auto& measure : measures_)
       if (measure->enabled())
@@ -456,6 +459,12 @@ class RiskCommand final : public Command {
     if (options_.household) expect(*options_.household, VariableType::kId, "household");
     for (const auto& measure : measures_)
       if (measure->enabled()) measure->check_variables(available, problems);
+    check_measure_parameters(problems);
+  }
+
+  void check_measure_parameters(std::vector<std::string>& problems) const {
+    for (const auto& measure : measures_)
+      if (measure->enabled()) measure->check_parameters(options_.keys.size(), problems);
   }
 
   bool needs_seed() const override {

@@ -62,6 +62,9 @@ class RiskMeasure {
   virtual std::vector<VariableInfo> added_variables() const = 0;
   /// Problems with the variables the step will see (job checks before anything runs).
   virtual void check_variables(const std::vector<VariableInfo>& /*available*/, std::vector<std::string>& /*problems*/) const {}
+  /// Problems with the measure's options given the step's number of key variables; found before any
+  /// data is read (and, in a job, before anything runs).
+  virtual void check_parameters(std::size_t /*key_count*/, std::vector<std::string>& /*problems*/) const {}
   /// The random draws of the measure; non-empty means the step needs a seed.
   virtual std::vector<StepId> draws() const { return {}; }
   /// Collective: every rank calls it with its records.

@@ -5,6 +5,7 @@
 #include <charconv>
 #include <cmath>
 #include <map>
+#include <optional>
 #include <string>
 
 #include "distributed/compose/suda2.h"
@@ -86,23 +87,36 @@ class Suda2Measure final : public RiskMeasure {
 
   std::string result_key() const override { return "suda2"; }
 
+  std::size_t effective_max_size(std::size_t key_count) const {
+    return max_size_ == 0 ? key_count : static_cast<std::size_t>(max_size_);
+  }
+
+  std::optional<std::string> size_problem(std::size_t key_count) const {
+    const std::size_t max_size = effective_max_size(key_count);
+    if (max_size > key_count)
+      return "--suda2-max-size " + std::to_string(max_size_) + " exceeds the number of key variables (" +
+             std::to_string(key_count) + " in --keys)";
+    for (std::size_t k = 1; k <= max_size; ++k)
+      if (binomial(key_count, k - 1) + binomial(key_count, k) > static_cast<double>(kMaxSubsetsPerLevelPair))
+        return "--suda2-max-size " + std::to_string(max_size) + " with " + std::to_string(key_count) +
+               " key variables needs more than " + std::to_string(kMaxSubsetsPerLevelPair) +
+               " key subsets in two adjacent sizes; give a smaller --suda2-max-size";
+    return std::nullopt;
+  }
+
   std::vector<VariableInfo> added_variables() const override {
     return {continuous_variable(kSudaScore), continuous_variable(kDisScore)};
   }
 
+  void check_parameters(std::size_t key_count, std::vector<std::string>& problems) const override {
+    if (auto problem = size_problem(key_count)) problems.push_back(std::move(*problem));
+  }
+
   void run(const RiskContext& context, RiskMeasureOutput& output) override {
     const std::size_t m = context.keys.key_count();
-    // The options are the same on every rank, so every rank throws here or none does.
-    const auto max_size = static_cast<std::size_t>(max_size_ == 0 ? static_cast<std::int64_t>(m) : max_size_);
-    if (max_size > m)
-      throw UsageError("--suda2-max-size " + std::to_string(max_size_) + " exceeds the number of key variables (" +
-                       std::to_string(m) + " in --keys)");
-    for (std::size_t k = 1; k <= max_size; ++k) {
-      if (binomial(m, k - 1) + binomial(m, k) > static_cast<double>(kMaxSubsetsPerLevelPair))
-        throw UsageError("--suda2-max-size " + std::to_string(max_size) + " with " + std::to_string(m) +
-                         " key variables needs more than " + std::to_string(kMaxSubsetsPerLevelPair) +
-                         " key subsets in two adjacent sizes; give a smaller --suda2-max-size");
-    }
+    // The risk command checked the parameters before reading; the same options are on every rank.
+    if (auto problem = size_problem(m)) throw UsageError(*problem);
+    const std::size_t max_size = effective_max_size(m);
     Suda2Options options = options_;
     options.max_size = max_size;
 

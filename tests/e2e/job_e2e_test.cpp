@@ -126,6 +126,23 @@ TEST_F(AJob, RejectsAReportDirectoryThatDoesNotExistBeforeRunningAnything) {
   EXPECT_FALSE(std::filesystem::exists(dir_ / "out")) << "nothing runs";
 }
 
+TEST_F(AJob, RejectsASuda2SizeAboveTheKeyCountBeforeRunningAnything) {
+  const auto path = job("job.yaml",
+                        "version: 1\n"
+                        "output_dir: " + (dir_ / "out").string() + "\n"
+                        "steps:\n"
+                        "  - method: risk\n"
+                        "    keys: [sex, age]\n"
+                        "    suda2: true\n"
+                        "    suda2-max-size: 3\n");
+  const auto result = run_sdc({"run", path.string(), "--input", (dir_ / "persons.h5").string()});
+  EXPECT_EQ(result.exit_code, 4);
+  EXPECT_NE(result.err.find("step 1 (risk): --suda2-max-size 3 exceeds the number of key variables (2 in --keys)"),
+            std::string::npos)
+      << result.err;
+  EXPECT_FALSE(std::filesystem::exists(dir_ / "out")) << "nothing runs";
+}
+
 TEST_F(AJob, NeedsASeedForAStepThatDrawsBeforeRunningAnything) {
   if (std::getenv("SDC_SEED") != nullptr) GTEST_SKIP() << "SDC_SEED is set in this environment";
   const auto path = job("job.yaml",
