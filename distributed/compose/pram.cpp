@@ -3,8 +3,10 @@
 #include <tbb/parallel_for.h>
 
 #include <algorithm>
+#include <cstring>
 
 #include "kernels/core/error.h"
+#include "kernels/core/table.h"
 
 namespace sdc::distributed {
 namespace {

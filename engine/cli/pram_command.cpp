@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <chrono>
 #include <cmath>
 #include <fstream>
 #include <limits>
@@ -223,6 +224,21 @@ nlohmann::json diagonal_json(const PramMatrix& m) {
   return out;
 }
 
+/// Debug-level timings of the step's phases, from the coordinator (bench/scripts/pram_end_to_end.sh).
+class PhaseClock {
+ public:
+  explicit PhaseClock(bool enabled) : enabled_(enabled), last_(std::chrono::steady_clock::now()) {}
+  void lap(const std::string& phase) {
+    const auto now = std::chrono::steady_clock::now();
+    if (enabled_) spdlog::debug("pram: {} took {:.3f} s", phase, std::chrono::duration<double>(now - last_).count());
+    last_ = now;
+  }
+
+ private:
+  bool enabled_;
+  std::chrono::steady_clock::time_point last_;
+};
+
 /// What one variable's pass produced in one stratum.
 struct StratumMatrices {
   PramMatrix p;      ///< the matrix of the method (reference: P from the drawn diagonal); kept for listed strata
@@ -298,8 +314,11 @@ class PramCommand final : public Command {
     step.parameters = parameters(flags);
     report.set_seed_fingerprint(seed.fingerprint());
 
+    PhaseClock clock(comm.is_coordinator());
     TablePart part = read_partitioned(comm, options_.input, std::nullopt);
+    clock.lap("read");
     const std::string input_digest = partitioned_content_digest(comm, part.table, part.summary);
+    clock.lap("input digest");
     // A user matrix is a parameter: its content, not only its path, identifies the step.
     nlohmann::json identity = step.parameters;
     for (const auto& [name, file] : flags.matrix_files) {
@@ -340,6 +359,7 @@ class PramCommand final : public Command {
     const auto n = static_cast<std::size_t>(table.row_count());
     const distributed::PramStrata strata = distributed::distributed_pram_strata(comm, strata_columns, n);
     std::vector<std::uint8_t> changed(n, 0);
+    clock.lap("strata");
 
     nlohmann::json variables = nlohmann::json::array();
     for (std::size_t v = 0; v < options_.variables.size(); ++v) {
@@ -354,7 +374,7 @@ class PramCommand final : public Command {
         user = read_matrix_file(it->second, info, options_.matrix_tolerance);
       std::vector<std::int32_t> released(n);
       variables.push_back(pram_variable(comm, v, info, column->codes(), user, flags, seed.value, strata, released,
-                                        changed, table.first_row_id(), step.warnings));
+                                        changed, table.first_row_id(), step.warnings, clock));
       column->mutable_storage() = std::move(released);
     }
 
@@ -379,6 +399,7 @@ class PramCommand final : public Command {
     out.add_column(Column::categorical(changed_variable(), std::move(flag)));
     write_options.provenance.step_results = step.results.dump();
     write_partitioned(comm, std::move(out), options_.output, write_options);
+    clock.lap("write");
     timer.stop();
     if (comm.is_coordinator())
       spdlog::info("pram: {} records, {} variables, {} strata, {} records changed", part.summary.row_count,
@@ -485,7 +506,7 @@ class PramCommand final : public Command {
                                std::span<const std::int32_t> original, const std::optional<PramMatrix>& user,
                                const ParsedFlags& flags, std::uint64_t seed, const distributed::PramStrata& strata,
                                std::span<std::int32_t> released, std::span<std::uint8_t> changed,
-                               std::int64_t first_row_id, std::vector<std::string>& warnings) const {
+                               std::int64_t first_row_id, std::vector<std::string>& warnings, PhaseClock& clock) const {
     const auto k = static_cast<std::int32_t>(info.levels.size());
     const auto kk = static_cast<std::size_t>(k);
     const std::size_t strata_count = strata.ids.size();
@@ -504,9 +525,11 @@ class PramCommand final : public Command {
       drawn[s] = std::move(m.drawn);
       if (strata_count <= kMaxListedStrata) listed_p.push_back(std::move(m.p));
     }
+    clock.lap(info.name + ": counts and matrices");
     const std::int64_t local_changes =
         distributed::parallel_pram_draw(original, strata, samplers, seed, v, first_row_id, released, changed);
     samplers.clear();
+    clock.lap(info.name + ": draws");
     const auto after = distributed::distributed_pram_counts(comm, released, strata, k);
     const auto changes = distributed::distributed_pram_changes(comm, original, released, strata);
 
@@ -632,6 +655,7 @@ class PramCommand final : public Command {
         {"rare_safe_cells", rare_safe},
         {"strata", std::move(strata_json)}};
     if (user) entry["matrix_file"] = flags.matrix_files.at(info.name).string();
+    clock.lap(info.name + ": counts after, estimates and risk");
     return entry;
   }
 

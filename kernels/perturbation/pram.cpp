@@ -170,9 +170,12 @@ std::optional<MatrixRowProblem> pram_check_matrix(const PramMatrix& p, double to
       sum.add(v);
     }
     if (std::fabs(sum.value() - 1.0) > tolerance) {
+      // Twelve digits read well ("0.9"); the deviation shows what they round away.
       std::ostringstream what;
-      what.precision(17);
-      what << "sums to " << sum.value() << ", not 1 within " << tolerance;
+      what.precision(12);
+      what << "sums to " << sum.value();
+      what.precision(3);
+      what << " (off by " << sum.value() - 1.0 << "), not 1 within " << tolerance;
       return MatrixRowProblem{row, what.str()};
     }
   }

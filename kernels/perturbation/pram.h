@@ -86,7 +86,7 @@ double pram_default_row_sum_tolerance(std::int64_t categories);
 /// above `tolerance` (the sum is exact before the comparison).
 struct MatrixRowProblem {
   std::int64_t row = 0;
-  std::string what;  ///< "entry 3 is negative", "sums to 0.99 (tolerance 4.4e-16)"
+  std::string what;  ///< "entry 3 is negative", "sums to 0.99 (off by -0.01), not 1 within 4.4e-16"
 };
 std::optional<MatrixRowProblem> pram_check_matrix(const PramMatrix& p, double tolerance);
 

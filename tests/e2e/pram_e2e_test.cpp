@@ -123,8 +123,7 @@ TEST_F(APersonsFile, StratifiesWithMissingStratumValuesAsAStratumAndDrawsFamilie
              "from,male,female\n"
              "female,0.25,0.75\n"
              "male,1,0\n");
-  const auto result = pram({"--variables", "marstat,sex", "--strata", "region", "--matrix", "nB:0.6:2", "--invariant",
-                            "--alpha", "0.7", "--matrix-file", "sex=" + (dir_ / "sex.csv").string(), "--report",
+  const auto result = pram({"--variables", "marstat,sex", "--strata", "region", "--matrix", "nB:0.6:2", "--matrix-file", "sex=" + (dir_ / "sex.csv").string(), "--report",
                             (dir_ / "r.json").string()});
   ASSERT_EQ(result.exit_code, 0) << result.err;
   EXPECT_EQ(validate_report(dir_ / "r.json"), "");
@@ -132,7 +131,8 @@ TEST_F(APersonsFile, StratifiesWithMissingStratumValuesAsAStratumAndDrawsFamilie
   EXPECT_EQ(results["strata"], 5) << "four regions and the missing region";
   const auto& marstat = results["variables"][0];
   EXPECT_EQ(marstat["matrix"], "nB:0.6:2");
-  EXPECT_EQ(marstat["invariant"], true);
+  EXPECT_EQ(marstat["invariant"], false);
+  EXPECT_EQ(marstat["strata"][0]["drawn"], marstat["strata"][0]["p"]) << "drawn from the family matrix itself";
   ASSERT_EQ(marstat["strata"].size(), 5U);
   EXPECT_TRUE(marstat["strata"][4]["values"][0].is_null()) << "the missing region sorts last";
   const auto& sex = results["variables"][1];
@@ -145,13 +145,28 @@ TEST_F(APersonsFile, StratifiesWithMissingStratumValuesAsAStratumAndDrawsFamilie
   std::int64_t women = 0;
   std::int64_t moved = 0;
   for (std::size_t i = 0; i < sex_before.size(); ++i) {
-    if (sex_before[i] == "male") EXPECT_EQ(sex_after[i], "male") << "row " << i;
+    if (sex_before[i] == "male") {
+      EXPECT_EQ(sex_after[i], "male") << "row " << i;
+    }
     if (sex_before[i] == "female") {
       ++women;
       moved += sex_after[i] == "male" ? 1 : 0;
     }
   }
   EXPECT_NEAR(static_cast<double>(moved) / static_cast<double>(women), 0.25, 0.06);
+
+  // --invariant: the family matrix P becomes alpha P Q + (1 - alpha) I, which keeps the counts in expectation.
+  const auto invariant = pram({"--variables", "marstat", "--strata", "region", "--matrix", "nE:0.6", "--invariant",
+                               "--alpha", "0.7", "--report", (dir_ / "i.json").string()});
+  ASSERT_EQ(invariant.exit_code, 0) << invariant.err;
+  EXPECT_EQ(validate_report(dir_ / "i.json"), "");
+  const auto entry = nlohmann::json::parse(read_text(dir_ / "i.json"))["steps"][0]["results"]["variables"][0];
+  EXPECT_EQ(entry["invariant"], true);
+  EXPECT_EQ(entry["alpha"], 0.7);
+  const auto counts = entry["counts_before"].get<std::vector<double>>();
+  const auto expected = entry["expected_after"].get<std::vector<double>>();
+  for (std::size_t k = 0; k < counts.size(); ++k) EXPECT_NEAR(expected[k], counts[k], 1e-9 * counts[k]);
+  EXPECT_NE(entry["strata"][0]["drawn"], entry["strata"][0]["p"]);
 }
 
 TEST_F(APersonsFile, AJobStepGivesTheSameContentAsTheCommand) {
