@@ -1,5 +1,6 @@
 #include "distributed/compose/pram.h"
 
+#include <absl/container/flat_hash_map.h>
 #include <tbb/parallel_for.h>
 
 #include <algorithm>
@@ -12,6 +13,8 @@ namespace sdc::distributed {
 namespace {
 
 constexpr std::size_t kDrawBlock = std::size_t{1} << 16;
+/// Stratum variables with at most this many combinations of values index them densely (4 bytes each).
+constexpr std::uint64_t kDenseCombinations = std::uint64_t{1} << 20;
 
 std::vector<std::uint64_t> to_ids(std::span<const std::byte> bytes) {
   std::vector<std::uint64_t> ids(bytes.size() / sizeof(std::uint64_t));
@@ -44,6 +47,11 @@ PramStrata distributed_pram_strata(const Communicator& comm, const KeyColumns& s
       throw UsageError("--strata: the stratum variables have more than 2^62 combinations of levels");
     combinations *= base;
   }
+  out.record_stratum.assign(n, 0);
+  if (strata.key_count() == 0) {
+    out.ids = {0};  // one stratum on every rank, even a rank without records
+    return out;
+  }
   std::vector<std::uint64_t> record_ids(n, 0);
   for (std::size_t j = 0; j < strata.key_count(); ++j) {
     const auto codes = strata.codes[j];
@@ -51,21 +59,37 @@ PramStrata distributed_pram_strata(const Communicator& comm, const KeyColumns& s
     for (std::size_t i = 0; i < n; ++i)
       record_ids[i] += radix[j] * (codes[i] < 0 ? missing : static_cast<std::uint64_t>(codes[i]));
   }
-  std::vector<std::uint64_t> local = record_ids;
+  // Few combinations (the usual case: a region or two) index a dense table; many go through a hash map.
+  // Either way the ids are sorted before they are numbered, so the numbering is the same on every rank.
+  const bool dense = combinations <= kDenseCombinations;
+  std::vector<std::int32_t> dense_index(dense ? combinations : 0, -1);
+  absl::flat_hash_map<std::uint64_t, std::int32_t> sparse_index;
+  std::vector<std::uint64_t> local;
+  for (std::uint64_t id : record_ids) {
+    if (dense) {
+      if (dense_index[id] < 0) {
+        dense_index[id] = 0;
+        local.push_back(id);
+      }
+    } else if (sparse_index.emplace(id, 0).second) {
+      local.push_back(id);
+    }
+  }
   std::sort(local.begin(), local.end());
-  local.erase(std::unique(local.begin(), local.end()), local.end());
-  if (strata.key_count() == 0) local = {0};  // one stratum on every rank, even a rank without records
   for (const auto& part : comm.all_gather_bytes(std::as_bytes(std::span<const std::uint64_t>(local)))) {
     const auto ids = to_ids(part);
     out.ids.insert(out.ids.end(), ids.begin(), ids.end());
   }
   std::sort(out.ids.begin(), out.ids.end());
   out.ids.erase(std::unique(out.ids.begin(), out.ids.end()), out.ids.end());
-  out.record_stratum.assign(n, 0);
-  if (strata.key_count() == 0) return out;
+  // Every local id is among the global ones: number the local ones only.
+  for (std::uint64_t id : local) {
+    const auto index = static_cast<std::int32_t>(std::lower_bound(out.ids.begin(), out.ids.end(), id) - out.ids.begin());
+    if (dense) dense_index[id] = index;
+    else sparse_index[id] = index;
+  }
   for (std::size_t i = 0; i < n; ++i)
-    out.record_stratum[i] = static_cast<std::int32_t>(
-        std::lower_bound(out.ids.begin(), out.ids.end(), record_ids[i]) - out.ids.begin());
+    out.record_stratum[i] = dense ? dense_index[record_ids[i]] : sparse_index.find(record_ids[i])->second;
   return out;
 }
 
