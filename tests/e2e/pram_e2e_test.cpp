@@ -41,7 +41,7 @@ ProcessResult run_without_seed_variable(const std::vector<std::string>& args) {
   return run_process(argv);
 }
 
-class APersonsFile : public ::testing::Test {
+class SdcPram : public ::testing::Test {
  protected:
   void SetUp() override {
     write_text(dir_ / "persons.csv", persons_csv(2000));
@@ -62,7 +62,7 @@ class APersonsFile : public ::testing::Test {
   std::filesystem::path input_ = dir_ / "persons.h5";
 };
 
-TEST_F(APersonsFile, ReleasesTheVariablesWithTheirLevelsAndAReportThatAgreesWithTheFile) {
+TEST_F(SdcPram, ReleasesTheVariablesWithTheirLevelsAndAReportThatAgreesWithTheFile) {
   const auto result = pram({"--variables", "marstat,education", "--report", (dir_ / "r.json").string()});
   ASSERT_EQ(result.exit_code, 0) << result.err;
   EXPECT_EQ(validate_report(dir_ / "r.json"), "");
@@ -118,7 +118,7 @@ TEST_F(APersonsFile, ReleasesTheVariablesWithTheirLevelsAndAReportThatAgreesWith
   EXPECT_EQ(stratum["rare_safe"].size() + stratum["rare_unsafe"].size(), education["rare_cells"].get<std::size_t>());
 }
 
-TEST_F(APersonsFile, StratifiesWithMissingStratumValuesAsAStratumAndDrawsFamiliesAndUserMatrices) {
+TEST_F(SdcPram, StratifiesWithMissingStratumValuesAsAStratumAndDrawsFamiliesAndUserMatrices) {
   write_text(dir_ / "sex.csv",
              "from,male,female\n"
              "female,0.25,0.75\n"
@@ -169,7 +169,7 @@ TEST_F(APersonsFile, StratifiesWithMissingStratumValuesAsAStratumAndDrawsFamilie
   EXPECT_NE(entry["strata"][0]["drawn"], entry["strata"][0]["p"]);
 }
 
-TEST_F(APersonsFile, AJobStepGivesTheSameContentAsTheCommand) {
+TEST_F(SdcPram, AJobStepGivesTheSameContentAsTheCommand) {
   ASSERT_EQ(pram({"--variables", "marstat,education", "--strata", "sex"}).exit_code, 0);
   write_text(dir_ / "seed", "424242\n");
   std::filesystem::permissions(dir_ / "seed", std::filesystem::perms::owner_read | std::filesystem::perms::owner_write,
@@ -196,7 +196,7 @@ TEST_F(APersonsFile, AJobStepGivesTheSameContentAsTheCommand) {
   EXPECT_EQ(report["steps"][0]["results"]["strata"], 2);
 }
 
-TEST_F(APersonsFile, RejectsANonCategoricalOrUnknownVariableNamingIt) {
+TEST_F(SdcPram, RejectsANonCategoricalOrUnknownVariableNamingIt) {
   const auto continuous = pram({"--variables", "marstat,income"});
   EXPECT_EQ(continuous.exit_code, 3);
   EXPECT_NE(continuous.err.find("'income' is continuous, expected categorical"), std::string::npos) << continuous.err;
@@ -210,7 +210,7 @@ TEST_F(APersonsFile, RejectsANonCategoricalOrUnknownVariableNamingIt) {
   EXPECT_FALSE(std::filesystem::exists(dir_ / "out.h5"));
 }
 
-TEST_F(APersonsFile, RejectsABadMatrixFileNamingTheFileTheLineAndTheLabel) {
+TEST_F(SdcPram, RejectsABadMatrixFileNamingTheFileTheLineAndTheLabel) {
   write_text(dir_ / "bad.csv",
              "from,male,female\n"
              "male,0.9,0.1\n"
@@ -229,7 +229,7 @@ TEST_F(APersonsFile, RejectsABadMatrixFileNamingTheFileTheLineAndTheLabel) {
   EXPECT_FALSE(std::filesystem::exists(dir_ / "out.h5"));
 }
 
-TEST_F(APersonsFile, NeedsASeed) {
+TEST_F(SdcPram, NeedsASeed) {
   const auto result = run_without_seed_variable(
       {"pram", "-i", input_.string(), "-o", (dir_ / "out.h5").string(), "--variables", "sex"});
   EXPECT_EQ(result.exit_code, 2) << result.err;
