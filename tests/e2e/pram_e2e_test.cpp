@@ -196,6 +196,37 @@ TEST_F(SdcPram, AJobStepGivesTheSameContentAsTheCommand) {
   EXPECT_EQ(report["steps"][0]["results"]["strata"], 2);
 }
 
+TEST(SdcPramReport, StaysBoundedForManyCategoriesAndManyStrata) {
+  TempDir dir;
+  std::ostringstream csv;
+  csv << "area,sex\n";
+  for (int row = 0; row < 1200; ++row) csv << "a" << row % 120 << ',' << (row % 7 < 3 ? "male" : "female") << '\n';
+  write_text(dir / "areas.csv", csv.str());
+  ASSERT_EQ(run_sdc({"import", (dir / "areas.csv").string(), "-o", (dir / "areas.h5").string()}).exit_code, 0);
+  const auto run = [&](const std::vector<std::string>& flags) {
+    std::vector<std::string> args{"pram", "-i", (dir / "areas.h5").string(), "-o", (dir / "out.h5").string(), "--report",
+                                  (dir / "r.json").string()};
+    args.insert(args.end(), flags.begin(), flags.end());
+    const auto result = run_sdc(args, {{"SDC_SEED", "5"}});
+    EXPECT_EQ(result.exit_code, 0) << result.err;
+    EXPECT_EQ(validate_report(dir / "r.json"), "");
+    return nlohmann::json::parse(read_text(dir / "r.json"))["steps"][0]["results"];
+  };
+  // 120 categories: the matrices are summarised by their diagonals.
+  const auto categories = run({"--variables", "area"});
+  const auto& stratum = categories["variables"][0]["strata"][0];
+  EXPECT_TRUE(stratum["p"].is_null());
+  EXPECT_TRUE(stratum["drawn"].is_null());
+  EXPECT_EQ(stratum["drawn_diagonal"].size(), 120U);
+  EXPECT_EQ(categories["variables"][0]["rare_cells"], 120) << "10 records each, below tau = 100";
+  // 120 strata: only the totals.
+  const auto strata = run({"--variables", "sex", "--strata", "area"});
+  EXPECT_EQ(strata["strata"], 120);
+  EXPECT_EQ(strata["strata_listed"], false);
+  EXPECT_TRUE(strata["variables"][0]["strata"].empty());
+  EXPECT_EQ(strata["variables"][0]["counts_before"], (std::vector<std::int64_t>{684, 516})) << "female, male (sorted levels)";
+}
+
 TEST_F(SdcPram, RejectsANonCategoricalOrUnknownVariableNamingIt) {
   const auto continuous = pram({"--variables", "marstat,income"});
   EXPECT_EQ(continuous.exit_code, 3);
