@@ -12,6 +12,7 @@ std::unique_ptr<Command> make_export_command();
 std::unique_ptr<Command> make_info_command();
 std::unique_ptr<Command> make_generate_command();
 std::unique_ptr<Command> make_risk_command();
+std::unique_ptr<Command> make_pram_command();
 std::unique_ptr<Command> make_run_command();
 
 }  // namespace sdc::engine

@@ -9,6 +9,7 @@ std::vector<std::unique_ptr<Command>> make_commands() {
   commands.push_back(make_info_command());
   commands.push_back(make_generate_command());
   commands.push_back(make_risk_command());
+  commands.push_back(make_pram_command());
   commands.push_back(make_run_command());
   return commands;
 }

@@ -33,6 +33,9 @@ enum class StepId : std::uint64_t {
   kRiskSimulation = 10,      ///< synthetic populations and samples of the risk estimators' accuracy tests
   kDpMeanTest = 11,  ///< DP mean test (bootstrap/dp_mean_test.h): privacy noise (unit = sample; replicate = b)
   kResamplingMask = 12,  ///< resampling as masking (bootstrap/resampling_mask.h): the t sorted bootstrap samples
+  // PRAM (kernels/perturbation/pram.h, docs/pram.md).
+  kPramMatrix = 13,  ///< the reference construction's diagonal d_k ~ U(pd, 1) (unit = category; draw = stratum id)
+  kPram = 14,        ///< a record's released category (unit = record; draw = the variable's position in the step)
 };
 
 /// The four counter words. `unit` is a global id: record (row id), household, cell or tree node.
