@@ -1,10 +1,15 @@
 #include "kernels/bootstrap/quantiles.h"
 
+#include <tbb/blocked_range.h>
+#include <tbb/enumerable_thread_specific.h>
+#include <tbb/parallel_for.h>
+
 #include <algorithm>
 #include <bit>
 #include <charconv>
 #include <cmath>
 #include <string>
+#include <utility>
 
 #include "kernels/core/error.h"
 
@@ -301,24 +306,52 @@ double from_order_key(std::uint64_t key) {
 }
 
 RadixCounts radix_count_local(std::span<const double> values, std::span<const RadixQuery> queries) {
-  RadixCounts result;
-  result.counts.assign(queries.size() * kRadixBuckets, 0);
   for (const RadixQuery& q : queries)
     SDC_CHECK(q.prefix_bits >= 0 && q.prefix_bits <= 64 - kRadixBits && q.prefix_bits % kRadixBits == 0,
               "radix query prefix length must be 0, 16, 32 or 48 bits");
-  for (const double v : values) {
-    if (std::isnan(v)) {
-      ++result.nan_count;
-      continue;
-    }
-    const std::uint64_t key = order_key(v);
-    for (std::size_t q = 0; q < queries.size(); ++q) {
-      const int bits = queries[q].prefix_bits;
-      if (bits > 0 && (key >> (64 - bits)) != (queries[q].prefix >> (64 - bits))) continue;
-      const auto bucket = static_cast<std::size_t>((key >> (64 - bits - kRadixBits)) & (kRadixBuckets - 1));
-      ++result.counts[q * kRadixBuckets + bucket];
-    }
+  // Queries grouped by prefix length and sorted by prefix, so that a key finds the queries it
+  // matches by one binary search per length instead of a comparison with every query.
+  struct Group {
+    int bits = 0;
+    std::vector<std::pair<std::uint64_t, std::size_t>> prefixes;  // (top `bits` bits, query position)
+  };
+  std::vector<Group> groups;
+  for (std::size_t q = 0; q < queries.size(); ++q) {
+    const int bits = queries[q].prefix_bits;
+    auto group = std::find_if(groups.begin(), groups.end(), [&](const Group& g) { return g.bits == bits; });
+    if (group == groups.end()) group = groups.insert(groups.end(), Group{bits, {}});
+    group->prefixes.emplace_back(bits == 0 ? 0 : queries[q].prefix >> (64 - bits), q);
   }
+  for (Group& group : groups) std::sort(group.prefixes.begin(), group.prefixes.end());
+
+  const std::size_t width = queries.size() * kRadixBuckets;
+  // Counts are integers, so summing per-thread histograms gives the same result for any split.
+  tbb::enumerable_thread_specific<RadixCounts> partials([&] {
+    RadixCounts counts;
+    counts.counts.assign(width, 0);
+    return counts;
+  });
+  constexpr std::size_t kGrain = std::size_t{1} << 16;
+  tbb::parallel_for(tbb::blocked_range<std::size_t>(0, values.size(), kGrain), [&](const auto& range) {
+    RadixCounts& local = partials.local();
+    for (std::size_t i = range.begin(); i < range.end(); ++i) {
+      const double v = values[i];
+      if (std::isnan(v)) {
+        ++local.nan_count;
+        continue;
+      }
+      const std::uint64_t key = order_key(v);
+      for (const Group& group : groups) {
+        const std::uint64_t prefix = group.bits == 0 ? 0 : key >> (64 - group.bits);
+        const auto bucket = static_cast<std::size_t>((key >> (64 - group.bits - kRadixBits)) & (kRadixBuckets - 1));
+        auto it = std::lower_bound(group.prefixes.begin(), group.prefixes.end(), std::pair{prefix, std::size_t{0}});
+        for (; it != group.prefixes.end() && it->first == prefix; ++it) ++local.counts[it->second * kRadixBuckets + bucket];
+      }
+    }
+  });
+  RadixCounts result;
+  result.counts.assign(width, 0);
+  for (const RadixCounts& partial : partials) radix_count_merge(result, partial);
   return result;
 }
 
