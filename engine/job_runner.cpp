@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <map>
 #include <memory>
 #include <sstream>
 
@@ -130,6 +131,12 @@ class JobPlanner {
     check_report_directory();
     std::optional<std::filesystem::path> current_input = job_.input;
     std::optional<std::vector<VariableInfo>> available = variables_of(current_input, 0);
+    const std::optional<std::vector<VariableInfo>> job_input_variables = available;
+    struct StepOutput {
+      std::filesystem::path path;
+      std::optional<std::vector<VariableInfo>> variables;
+    };
+    std::map<std::string, StepOutput> outputs_by_step;  // of the steps planned so far
 
     std::vector<StepPlan> plans;
     CommandTree names;
@@ -141,6 +148,24 @@ class JobPlanner {
         problem(step.line, where + ": unknown method '" + step.method + "' (methods: " + names.methods() + ")");
         available.reset();
         continue;
+      }
+      if (step.from) {
+        const bool has_input_key = std::any_of(step.settings.begin(), step.settings.end(),
+                                               [](const io::JobSetting& setting) { return setting.key == "input"; });
+        if (has_input_key) {
+          problem(step.from_line, where + ": give 'input' or 'from', not both");
+        } else if (*step.from == "input") {
+          if (!job_.input) problem(step.from_line, where + ": from: input, but the job has no input (give --input)");
+          current_input = job_.input;
+          available = job_input_variables;
+        } else if (const auto it = outputs_by_step.find(*step.from); it != outputs_by_step.end()) {
+          current_input = it->second.path;
+          available = it->second.variables;
+        } else {
+          problem(step.from_line, where + ": from: no earlier step named '" + *step.from + "' writes an output");
+          current_input.reset();
+          available.reset();
+        }
       }
       StepPlan plan{step, {}, std::nullopt};
       std::istringstream words(step.method);
@@ -216,6 +241,7 @@ class JobPlanner {
       if (plan.output) {
         current_input = plan.output;
         planned_outputs_.push_back(*plan.output);
+        outputs_by_step[step.name] = StepOutput{*plan.output, available};
       }
       plans.push_back(std::move(plan));
     }

@@ -62,6 +62,16 @@ JobStep read_step(const YAML::Node& node, std::size_t index, Problems& problems)
       (key == "method" ? step.method : step.name) = *text;
       continue;
     }
+    if (key == "from") {
+      const auto text = scalar(value);
+      if (!text || text->empty()) {
+        problems.add(line, "step " + std::to_string(index + 1) + ": 'from' must be 'input' or the name of an earlier step");
+        continue;
+      }
+      step.from = *text;
+      step.from_line = line;
+      continue;
+    }
     JobSetting setting{key, {}, false, std::nullopt, line};
     if (value.IsSequence()) {
       setting.is_list = true;

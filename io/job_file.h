@@ -24,6 +24,10 @@ struct JobSetting {
 struct JobStep {
   std::string method;  ///< e.g. "risk" or "generate census"
   std::string name;    ///< defaults to "<index>-<method>"; names the step's default output
+  /// Where the step reads from when it has no `input` key: "input" (the job's input) or the name of
+  /// an earlier step (its output). Unset: the previous step's output, else the job's input.
+  std::optional<std::string> from;
+  int from_line = 0;
   std::vector<JobSetting> settings;
   int line = 0;
 };

@@ -160,6 +160,107 @@ TEST_F(AJob, NeedsASeedForAStepThatDrawsBeforeRunningAnything) {
   EXPECT_FALSE(std::filesystem::exists(dir_ / "out")) << "nothing runs";
 }
 
+/// The warnings of step `index` of a job report that name an input variable the step replaced.
+std::size_t replaced_variable_warnings(const nlohmann::json& report, std::size_t index) {
+  std::size_t count = 0;
+  for (const auto& warning : report["steps"][index]["warnings"])
+    if (warning.get<std::string>().find("is replaced by this step's") != std::string::npos) ++count;
+  return count;
+}
+
+TEST_F(AJob, ReadsFromTheJobsInputOrANamedEarlierStep) {
+  const auto path = job("job.yaml",
+                        "version: 1\n"
+                        "output_dir: " + (dir_ / "out").string() + "\n"
+                        "steps:\n"
+                        "  - method: risk\n"
+                        "    name: before\n"
+                        "    keys: [sex, age]\n"
+                        "  - method: risk\n"
+                        "    name: fresh\n"
+                        "    from: input\n"
+                        "    keys: [sex, marstat]\n"
+                        "  - method: risk\n"
+                        "    name: again\n"
+                        "    from: before\n"
+                        "    keys: [sex]\n"
+                        "  - method: risk\n"
+                        "    name: chained\n"
+                        "    keys: [age]\n");
+  const auto result = run_sdc({"run", path.string(), "--input", (dir_ / "persons.h5").string(), "--report",
+                               (dir_ / "job.json").string()});
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  const auto report = nlohmann::json::parse(read_text(dir_ / "job.json"));
+  // Only a step reading another risk step's output replaces its columns.
+  EXPECT_EQ(replaced_variable_warnings(report, 0), 0U);
+  EXPECT_EQ(replaced_variable_warnings(report, 1), 0U) << "from: input reads the job's input";
+  EXPECT_GT(replaced_variable_warnings(report, 2), 0U) << "from: before reads that step's output";
+  EXPECT_GT(replaced_variable_warnings(report, 3), 0U) << "without from, the previous step's output";
+  EXPECT_EQ(report["steps"][1]["results"]["records"], report["steps"][0]["results"]["records"]);
+}
+
+TEST_F(AJob, RejectsAFromThatNamesNoEarlierStepBeforeRunningAnything) {
+  const auto path = job("job.yaml",
+                        "version: 1\n"
+                        "output_dir: " + (dir_ / "out").string() + "\n"
+                        "steps:\n"
+                        "  - method: risk\n"
+                        "    name: first\n"
+                        "    from: later\n"
+                        "    keys: [sex]\n"
+                        "  - method: risk\n"
+                        "    name: later\n"
+                        "    from: first\n"
+                        "    input: " + (dir_ / "persons.h5").string() + "\n"
+                        "    keys: [sex]\n"
+                        "  - method: risk\n"
+                        "    from: nosuch\n"
+                        "    keys: [sex]\n");
+  const auto result = run_sdc({"run", path.string()});
+  EXPECT_EQ(result.exit_code, 4);
+  for (const char* expected : {"line 6: step 1 (risk): from: no earlier step named 'later' writes an output",
+                               "line 10: step 2 (risk): give 'input' or 'from', not both",
+                               "line 14: step 3 (risk): from: no earlier step named 'nosuch' writes an output"})
+    EXPECT_NE(result.err.find(expected), std::string::npos) << expected << "\n" << result.err;
+  EXPECT_FALSE(std::filesystem::exists(dir_ / "out")) << "nothing runs";
+
+  const auto no_input = job("no-input.yaml", "version: 1\nsteps:\n  - method: risk\n    from: input\n    keys: [sex]\n");
+  const auto second = run_sdc({"run", no_input.string()});
+  EXPECT_EQ(second.exit_code, 4);
+  EXPECT_NE(second.err.find("line 4: step 1 (risk): from: input, but the job has no input (give --input)"),
+            std::string::npos)
+      << second.err;
+}
+
+TEST(TheDefaultCensusJob, AssessesRiskMasksWithPramAndAssessesTheReleasedFile) {
+  TempDir dir;
+  ASSERT_EQ(run_sdc({"generate", "seed", "--output", (dir / "seed").string()}).exit_code, 0);
+  const auto generated = run_sdc({"generate", "census", "--households", "3000", "--seed-file", (dir / "seed").string(),
+                                  "--output", (dir / "census.h5").string()});
+  ASSERT_EQ(generated.exit_code, 0) << generated.err;
+  const auto result = run_sdc({"run", source_path("jobs/census.yaml").string(), "--input", (dir / "census.h5").string(),
+                               "--output-dir", (dir / "out").string(), "--seed-file", (dir / "seed").string(),
+                               "--report", (dir / "job.json").string()});
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  EXPECT_EQ(validate_report(dir / "job.json"), "");
+  const auto report = nlohmann::json::parse(read_text(dir / "job.json"));
+  ASSERT_EQ(report["steps"].size(), 3U);
+  EXPECT_EQ(report["steps"][0]["method"], "risk");
+  EXPECT_EQ(report["steps"][1]["method"], "pram");
+  EXPECT_EQ(report["steps"][2]["method"], "risk");
+  EXPECT_GT(report["steps"][1]["results"]["records_changed"].get<std::int64_t>(), 0);
+  for (const char* section : {"individual_risk", "household_risk", "suda2", "loglinear", "bootstrap", "l_diversity"}) {
+    EXPECT_TRUE(report["steps"][0]["results"].contains(section)) << section;
+    EXPECT_TRUE(report["steps"][2]["results"].contains(section)) << section;
+  }
+  // PRAM starts from the census: the released file carries no risk column of the original keys.
+  EXPECT_EQ(replaced_variable_warnings(report, 2), 0U);
+  const auto info = run_sdc({"info", (dir / "out" / "pram.h5").string()});
+  ASSERT_EQ(info.exit_code, 0) << info.err;
+  EXPECT_EQ(info.out.find("individual_risk"), std::string::npos) << info.out;
+  EXPECT_NE(info.out.find("pram_changed"), std::string::npos) << info.out;
+}
+
 TEST(AKilledJob, ResumesToTheSameOutputsAsAnUninterruptedRun) {
   TempDir dir;
   write_text(dir / "persons.csv", persons_csv(1500000));
