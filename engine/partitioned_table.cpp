@@ -245,7 +245,9 @@ void write_partitioned(const distributed::Communicator& comm, Table part, const 
 
   // The coordinator creates the file under its temporary name; ranks then write their rows in turn
   // (the HDF5 library here is built for MPI-IO but direct chunk writes are not collective), and the
-  // coordinator renames the file when every rank is done.
+  // coordinator renames the file when every rank is done. Every rank compresses its rows first, all at
+  // once, so that the turns only store bytes.
+  const io::EncodedRows encoded = io::encode_rows(aligned, rows, options);
   std::optional<io::AtomicOutput> atomic;
   std::string temp_path;
   if (comm.is_coordinator()) {
@@ -255,7 +257,7 @@ void write_partitioned(const distributed::Communicator& comm, Table part, const 
   }
   temp_path = comm.broadcast_string(temp_path);
   for (int turn = 0; turn < comm.size(); ++turn) {
-    if (turn == comm.rank() && aligned.row_count() > 0) io::write_table_rows(temp_path, aligned, options);
+    if (turn == comm.rank() && aligned.row_count() > 0) io::write_table_rows(temp_path, aligned, options, &encoded);
     comm.barrier();
   }
   if (atomic) atomic->commit();

@@ -34,7 +34,8 @@ std::string partitioned_content_digest(const distributed::Communicator& comm, co
 /// Collective. Writes every rank's `part` (rows in rank order, equal variables on every rank) as one
 /// file, atomically: the output appears only when every rank has written its rows. The part is taken
 /// over: ranks move the rows of one partial chunk to their neighbours in place, column by column, so
-/// the extra memory is one column of the part, not a copy of it.
+/// the extra memory is one column of the part, not a copy of it, plus the part's compressed chunks,
+/// which every rank makes at the same time before the ranks take turns to store them.
 void write_partitioned(const distributed::Communicator& comm, Table part, const std::filesystem::path& output,
                        const io::Hdf5WriteOptions& options);
 

@@ -24,6 +24,7 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <map>
 #include <mutex>
 #include <optional>
 #include <utility>
@@ -267,6 +268,29 @@ bool write_strings_attribute(hid_t object, const char* name, const std::vector<s
   return H5Awrite(attribute.get(), type.get(), pointers.data()) >= 0 && attribute.close();
 }
 
+}  // namespace
+
+/// Per variable, its chunks in row order, each stored as it goes to H5Dwrite_chunk.
+struct EncodedRows::Impl {
+  std::int64_t first_row = 0;
+  std::int64_t chunk_rows = 0;
+  std::map<std::string, std::vector<std::vector<std::byte>>, std::less<>> chunks;
+};
+
+EncodedRows::EncodedRows(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+EncodedRows::~EncodedRows() = default;
+EncodedRows::EncodedRows(EncodedRows&&) noexcept = default;
+EncodedRows& EncodedRows::operator=(EncodedRows&&) noexcept = default;
+
+std::size_t EncodedRows::stored_bytes() const noexcept {
+  std::size_t total = 0;
+  for (const auto& [name, chunks] : impl_->chunks)
+    for (const auto& chunk : chunks) total += chunk.size();
+  return total;
+}
+
+namespace {
+
 std::optional<FileStamp> stamp_of(const std::filesystem::path& path) {
   struct stat status {};
   if (::stat(path.c_str(), &status) != 0) return std::nullopt;
@@ -409,16 +433,20 @@ class TableWriter {
       const UnchangedSource unchanged(table != nullptr ? options_.unchanged : std::nullopt);
       for (std::size_t i = 0; i < variables.size(); ++i) {
         hdf5::Dataset dataset = create_dataset(group.get(), variables[i], rows);
-        if (table != nullptr)
-          write_values(dataset.get(), table->columns()[i], 0, effective_chunk_rows(options_, rows), unchanged);
+        if (table != nullptr) {
+          const Column& column = table->columns()[i];
+          write_values(dataset.get(), column, 0, effective_chunk_rows(options_, rows),
+                       unchanged.dataset_for(column.name(), dataset.get()));
+        }
         if (!dataset.close()) fail("dataset", variables[i].name);
       }
       if (!group.close()) fail("the variables group");
     });
   }
 
-  /// Writes `part` into the file at `path` made by create(), at rows part.first_row_id() onwards.
-  void write_rows(const std::filesystem::path& path, const Table& part) const {
+  /// Writes `part` into the file at `path` made by create(), at rows part.first_row_id() onwards,
+  /// storing the chunks `encoded` holds as they are.
+  void write_rows(const std::filesystem::path& path, const Table& part, const EncodedRows* encoded) const {
     hdf5::PropertyList access = file_access();
     hdf5::File file(H5Fopen(path.c_str(), H5F_ACC_RDWR, access.get()));
     if (!file.valid()) fail("the file");
@@ -429,7 +457,13 @@ class TableWriter {
       for (const Column& column : part.columns()) {
         hdf5::Dataset dataset(H5Dopen2(group.get(), column.name().c_str(), H5P_DEFAULT));
         if (!dataset.valid()) fail("dataset", column.name());
-        write_values(dataset.get(), column, part.first_row_id(), checked_chunk_rows(dataset.get(), part, column), unchanged);
+        const std::int64_t chunk_rows = checked_chunk_rows(dataset.get(), part, column);
+        const auto* chunks = encoded_chunks(encoded, part, column, chunk_rows);
+        const hdf5::Dataset source = unchanged.dataset_for(column.name(), dataset.get());
+        if (chunks != nullptr && !source.valid())
+          store_chunks(dataset.get(), column, part.first_row_id(), chunk_rows, *chunks);
+        else
+          write_values(dataset.get(), column, part.first_row_id(), chunk_rows, source);
         if (!dataset.close()) fail("dataset", column.name());
       }
       if (!group.close()) fail("the variables group");
@@ -568,11 +602,12 @@ class TableWriter {
     return chunk_rows;
   }
 
-  /// Writes `column` at file rows first_row.. (a chunk boundary).
+  /// Writes `column` at file rows first_row.. (a chunk boundary): copied from `source` when that is
+  /// a dataset stored alike (UnchangedSource::dataset_for), else encoded here.
   void write_values(hid_t dataset, const Column& column, std::int64_t first_row, std::int64_t chunk_rows,
-                    const UnchangedSource& unchanged) const {
+                    const hdf5::Dataset& source) const {
     if (column.size() == 0) return;
-    if (const hdf5::Dataset source = unchanged.dataset_for(column.name(), dataset); source.valid())
+    if (source.valid())
       copy_chunks(source.get(), dataset, column, first_row, chunk_rows);
     else if (filtered(options_.filters))
       write_chunks(dataset, column, first_row, chunk_rows);
@@ -590,6 +625,29 @@ class TableWriter {
         H5Dwrite(dataset, memory_type(column.type()), memory_space.get(), file_space.get(), H5P_DEFAULT,
                  column_bytes(column).data()) < 0)
       fail("values", column.name());
+  }
+
+  /// The chunks of `column` that `encoded` holds, when it was made for these rows and chunks.
+  static const std::vector<std::vector<std::byte>>* encoded_chunks(const EncodedRows* encoded, const Table& part,
+                                                                  const Column& column, std::int64_t chunk_rows) {
+    if (encoded == nullptr) return nullptr;
+    const EncodedRows::Impl& impl = encoded->impl();
+    const auto it = impl.chunks.find(column.name());
+    if (it == impl.chunks.end()) return nullptr;
+    SDC_CHECK(impl.first_row == part.first_row_id() && impl.chunk_rows == chunk_rows &&
+                  it->second.size() == ceil_div(column.size(), static_cast<std::size_t>(chunk_rows)),
+              "write_table_rows: the encoded chunks of variable '" + column.name() + "' were made for other rows");
+    return &it->second;
+  }
+
+  void store_chunks(hid_t dataset, const Column& column, std::int64_t first_row, std::int64_t chunk_rows,
+                    const std::vector<std::vector<std::byte>>& chunks) const {
+    for (std::size_t i = 0; i < chunks.size(); ++i) {
+      const hsize_t offset = static_cast<hsize_t>(first_row) + i * static_cast<hsize_t>(chunk_rows);
+      // Filter mask 0: every filter of the dataset's pipeline was applied to this chunk.
+      if (H5Dwrite_chunk(dataset, H5P_DEFAULT, 0, &offset, chunks[i].size(), chunks[i].data()) < 0)
+        fail("chunk", column.name());
+    }
   }
 
   /// Copies the stored chunks of rows first_row .. + column.size() from `source`, a dataset stored
@@ -1339,10 +1397,38 @@ void create_table_file(const std::filesystem::path& path, const std::vector<Vari
   TableWriter(path, options).create(path, variables, row_count, nullptr);
 }
 
-void write_table_rows(const std::filesystem::path& path, const Table& part, const Hdf5WriteOptions& options) {
+EncodedRows encode_rows(const Table& part, std::int64_t file_rows, const Hdf5WriteOptions& options) {
+  check_write_options(options);
+  auto impl = std::make_unique<EncodedRows::Impl>();
+  impl->first_row = part.first_row_id();
+  impl->chunk_rows = effective_chunk_rows(options, file_rows);
+  if (!filtered(options.filters)) return EncodedRows(std::move(impl));
+  const auto declared_unchanged = [&](const std::string& name) {
+    return options.unchanged &&
+           std::find(options.unchanged->names.begin(), options.unchanged->names.end(), name) != options.unchanged->names.end();
+  };
+  for (const Column& column : part.columns()) {
+    if (column.size() == 0 || declared_unchanged(column.name())) continue;
+    const std::span<const std::byte> values = column_bytes(column);
+    const std::size_t element = element_size(column.type());
+    const std::size_t chunk_bytes = element * static_cast<std::size_t>(impl->chunk_rows);
+    std::vector<std::vector<std::byte>> chunks(ceil_div(values.size(), chunk_bytes));
+    const ChunkFormat format{element, chunk_bytes, options.filters.shuffle, options.filters.deflate_level};
+    tbb::enumerable_thread_specific<ChunkEncoder> encoders(format);
+    tbb::parallel_for(std::size_t{0}, chunks.size(), [&](std::size_t i) {
+      const std::size_t begin = i * chunk_bytes;
+      encoders.local().encode(values.subspan(begin, std::min(chunk_bytes, values.size() - begin)), chunks[i]);
+    });
+    impl->chunks.emplace(column.name(), std::move(chunks));
+  }
+  return EncodedRows(std::move(impl));
+}
+
+void write_table_rows(const std::filesystem::path& path, const Table& part, const Hdf5WriteOptions& options,
+                      const EncodedRows* encoded) {
   check_write_options(options);
   hdf5::initialize();
-  TableWriter(path, options).write_rows(path, part);
+  TableWriter(path, options).write_rows(path, part, encoded);
 }
 
 FileSummary read_summary(const std::filesystem::path& path) { return Hdf5TableReader(path).summary(); }

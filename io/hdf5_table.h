@@ -94,11 +94,37 @@ void write_table(const Table& table, const std::filesystem::path& output, const 
 void create_table_file(const std::filesystem::path& path, const std::vector<VariableInfo>& variables,
                        std::int64_t row_count, const Hdf5WriteOptions& options);
 
+/// The compressed chunks of a part's values, made before the part's turn to write: processes that
+/// write one file in turn (write_table_rows) then compress at the same time and take turns only to
+/// store. Holds every chunk of the part's variables that will be encoded (all but those declared
+/// unchanged); at most the part's raw size, usually a fraction of it.
+class EncodedRows {
+ public:
+  struct Impl;  ///< private to io/hdf5_table.cpp
+  explicit EncodedRows(std::unique_ptr<Impl> impl);
+  ~EncodedRows();
+  EncodedRows(EncodedRows&&) noexcept;
+  EncodedRows& operator=(EncodedRows&&) noexcept;
+  /// Bytes of compressed chunks held.
+  std::size_t stored_bytes() const noexcept;
+  const Impl& impl() const noexcept { return *impl_; }
+
+ private:
+  std::unique_ptr<Impl> impl_;
+};
+
+/// Encodes the chunks of `part` (rows of a file of `file_rows` rows, chunk-aligned as
+/// write_table_rows() requires) on all threads of the current TBB arena. No HDF5 calls. Empty when
+/// the options filter nothing.
+EncodedRows encode_rows(const Table& part, std::int64_t file_rows, const Hdf5WriteOptions& options);
+
 /// Writes the values of `part` into a file made by create_table_file() with the same `options`, at
 /// rows part.first_row_id() .. + part.row_count(). The range must cover whole chunks (start on a
 /// chunk boundary, end on one or at the end of the file), so that no two writers share a chunk;
-/// anything else is an InternalError. IoError naming `path` when the file cannot be written.
-void write_table_rows(const std::filesystem::path& path, const Table& part, const Hdf5WriteOptions& options);
+/// anything else is an InternalError. Chunks found in `encoded` (made by encode_rows() from this part
+/// and options) are stored as they are. IoError naming `path` when the file cannot be written.
+void write_table_rows(const std::filesystem::path& path, const Table& part, const Hdf5WriteOptions& options,
+                      const EncodedRows* encoded = nullptr);
 
 /// Everything in a file but the values.
 struct FileSummary {

@@ -296,6 +296,36 @@ TEST(Hdf5Table, AssemblesOneFileFromChunkAlignedPartsWrittenInAnyOrder) {
   }
 }
 
+TEST(Hdf5Table, StoresPartsEncodedAheadExactlyAsItWouldEncodeThem) {
+  TempDir dir;
+  const Table table = census_table(1000);
+  const Hdf5WriteOptions options = options_with(kDefault, 64);
+  std::vector<VariableInfo> variables;
+  for (const Column& column : table.columns()) variables.push_back(column.info());
+  const std::vector<Table> parts{slice_rows(table, 0, 640), slice_rows(table, 640, 360)};
+  std::vector<EncodedRows> encoded;
+  for (const Table& part : parts) encoded.push_back(encode_rows(part, 1000, options));
+  EXPECT_GT(encoded[0].stored_bytes(), 0U);
+  create_table_file(dir / "ahead.h5", variables, 1000, options);
+  create_table_file(dir / "in-turn.h5", variables, 1000, options);
+  for (std::size_t i = 0; i < parts.size(); ++i) {
+    write_table_rows(dir / "ahead.h5", parts[i], options, &encoded[i]);
+    write_table_rows(dir / "in-turn.h5", parts[i], options);
+  }
+  expect_rows(table, read_table(dir / "ahead.h5"), 0);
+  EXPECT_EQ(testing::read_text(dir / "ahead.h5"), testing::read_text(dir / "in-turn.h5"));
+
+  // Nothing to encode without filters, and nothing for variables whose stored chunks are copied.
+  EXPECT_EQ(encode_rows(parts[0], 1000, options_with(kNone, 64)).stored_bytes(), 0U);
+  Hdf5WriteOptions copying = options;
+  copying.unchanged = UnchangedVariables{dir / "ahead.h5", read_summary(dir / "ahead.h5").stamp, table.names()};
+  EXPECT_EQ(encode_rows(parts[0], 1000, copying).stored_bytes(), 0U);
+  // Chunks made for other rows are refused rather than stored in the wrong place.
+  EXPECT_NE(error_message<InternalError>([&] { write_table_rows(dir / "in-turn.h5", parts[1], options, &encoded[0]); })
+                .find("other rows"),
+            std::string::npos);
+}
+
 TEST(Hdf5Table, RefusesPartsThatWouldShareAChunk) {
   TempDir dir;
   const Table table = census_table(100);
