@@ -32,4 +32,22 @@ std::optional<nlohmann::json> completed_step_results(const std::filesystem::path
   }
 }
 
+std::optional<nlohmann::json> resumable_step_results(const distributed::Communicator& comm, bool resume,
+                                                     const std::filesystem::path& output, const std::string& fingerprint) {
+  if (!resume) return std::nullopt;
+  std::string found;
+  if (comm.is_coordinator()) {
+    if (auto results = completed_step_results(output, fingerprint)) found = results->dump();
+  }
+  found = comm.broadcast_string(found);
+  if (found.empty()) return std::nullopt;
+  return nlohmann::json::parse(found);
+}
+
+void record_resumed_step(StepRecord& step, nlohmann::json results) {
+  step.results = std::move(results);
+  step.warnings.push_back("resumed: the output was complete from an earlier run with the same input, parameters "
+                          "and seed; the step was skipped");
+}
+
 }  // namespace sdc::engine

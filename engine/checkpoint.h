@@ -11,6 +11,8 @@
 #include <string>
 #include <vector>
 
+#include "distributed/comm.h"
+#include "engine/report/run_report.h"
 #include "kernels/core/record_rng.h"
 
 namespace sdc::engine {
@@ -29,5 +31,13 @@ std::string step_fingerprint(const StepIdentity& identity);
 /// The results recorded by a completed earlier run of this step, when `output` exists, is a readable
 /// sdc-engine file and carries `fingerprint`; otherwise none (the step must run).
 std::optional<nlohmann::json> completed_step_results(const std::filesystem::path& output, const std::string& fingerprint);
+
+/// Collective. With `resume`, the coordinator looks for the results of a completed earlier run
+/// (completed_step_results) and every rank receives what it found; without `resume`, none.
+std::optional<nlohmann::json> resumable_step_results(const distributed::Communicator& comm, bool resume,
+                                                     const std::filesystem::path& output, const std::string& fingerprint);
+
+/// Records in `step` that it was skipped and reports the earlier run's `results`.
+void record_resumed_step(StepRecord& step, nlohmann::json results);
 
 }  // namespace sdc::engine

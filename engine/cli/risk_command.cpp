@@ -270,16 +270,9 @@ class RiskCommand final : public Command {
     write_options.provenance = io::make_provenance(context.command_line(), input_digest);
     write_options.provenance.step_fingerprint = fingerprint;
 
-    std::string earlier_results;
-    if (options_.resume && comm.is_coordinator()) {
-      if (auto results = completed_step_results(options_.output, fingerprint)) earlier_results = results->dump();
-    }
-    earlier_results = comm.broadcast_string(earlier_results);
-    if (!earlier_results.empty()) {
+    if (auto earlier = resumable_step_results(comm, options_.resume, options_.output, fingerprint)) {
       timer.stop();
-      step.results = nlohmann::json::parse(earlier_results);
-      step.warnings.push_back("resumed: the output was complete from an earlier run with the same input, parameters "
-                              "and seed; the step was skipped");
+      record_resumed_step(step, std::move(*earlier));
       finish(comm, report, part.summary.row_count, input_digest);
       return;
     }

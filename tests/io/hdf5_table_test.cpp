@@ -72,6 +72,12 @@ Table census_table(std::int64_t rows) {
   return table;
 }
 
+std::vector<VariableInfo> infos_of(const Table& table) {
+  std::vector<VariableInfo> infos;
+  for (const Column& column : table.columns()) infos.push_back(column.info());
+  return infos;
+}
+
 Hdf5WriteOptions options_with(Hdf5Filters filters, std::int64_t chunk_rows = kDefaultChunkRows) {
   Hdf5WriteOptions options;
   options.filters = filters;
@@ -284,8 +290,7 @@ TEST(Hdf5Table, AssemblesOneFileFromChunkAlignedPartsWrittenInAnyOrder) {
     TempDir dir;
     const Table table = census_table(1000);
     const Hdf5WriteOptions options = options_with(filters, 64);
-    std::vector<VariableInfo> variables;
-    for (const Column& column : table.columns()) variables.push_back(column.info());
+    const std::vector<VariableInfo> variables = infos_of(table);
     create_table_file(dir / "parts.h5", variables, 1000, options);
     write_table_rows(dir / "parts.h5", slice_rows(table, 640, 360), options);  // ends in the partial last chunk
     write_table_rows(dir / "parts.h5", slice_rows(table, 0, 320), options);
@@ -300,8 +305,7 @@ TEST(Hdf5Table, StoresPartsEncodedAheadExactlyAsItWouldEncodeThem) {
   TempDir dir;
   const Table table = census_table(1000);
   const Hdf5WriteOptions options = options_with(kDefault, 64);
-  std::vector<VariableInfo> variables;
-  for (const Column& column : table.columns()) variables.push_back(column.info());
+  const std::vector<VariableInfo> variables = infos_of(table);
   const std::vector<Table> parts{slice_rows(table, 0, 640), slice_rows(table, 640, 360)};
   std::vector<EncodedRows> encoded;
   for (const Table& part : parts) encoded.push_back(encode_rows(part, 1000, options));
@@ -330,8 +334,7 @@ TEST(Hdf5Table, RefusesPartsThatWouldShareAChunk) {
   TempDir dir;
   const Table table = census_table(100);
   const Hdf5WriteOptions options = options_with(kDefault, 16);
-  std::vector<VariableInfo> variables;
-  for (const Column& column : table.columns()) variables.push_back(column.info());
+  const std::vector<VariableInfo> variables = infos_of(table);
   create_table_file(dir / "parts.h5", variables, 100, options);
   EXPECT_NE(error_message<InternalError>([&] { write_table_rows(dir / "parts.h5", slice_rows(table, 8, 16), options); })
                 .find("not whole chunks"),
@@ -367,8 +370,7 @@ TEST(Hdf5Table, CopiesTheStoredChunksOfVariablesDeclaredUnchanged) {
   EXPECT_EQ(content_digest(dir / "output.h5"), content_digest(dir / "input.h5"));
 
   // Parts written by several writers copy their own row ranges.
-  std::vector<VariableInfo> variables;
-  for (const Column& column : original.columns()) variables.push_back(column.info());
+  const std::vector<VariableInfo> variables = infos_of(original);
   const Table changed = with_changed_values(1000, "income");
   create_table_file(dir / "parts.h5", variables, 1000, options);
   write_table_rows(dir / "parts.h5", slice_rows(changed, 640, 360), options);
