@@ -314,15 +314,22 @@ RadixCounts radix_count_local(std::span<const double> values, std::span<const Ra
   struct Group {
     int bits = 0;
     std::vector<std::pair<std::uint64_t, std::size_t>> prefixes;  // (top `bits` bits, query position)
+    // Whether any prefix starts with these 16 bits: most keys fail this one lookup and skip the search.
+    std::vector<bool> leading;
   };
   std::vector<Group> groups;
   for (std::size_t q = 0; q < queries.size(); ++q) {
     const int bits = queries[q].prefix_bits;
     auto group = std::find_if(groups.begin(), groups.end(), [&](const Group& g) { return g.bits == bits; });
-    if (group == groups.end()) group = groups.insert(groups.end(), Group{bits, {}});
+    if (group == groups.end()) group = groups.insert(groups.end(), Group{bits, {}, {}});
     group->prefixes.emplace_back(bits == 0 ? 0 : queries[q].prefix >> (64 - bits), q);
   }
-  for (Group& group : groups) std::sort(group.prefixes.begin(), group.prefixes.end());
+  for (Group& group : groups) {
+    std::sort(group.prefixes.begin(), group.prefixes.end());
+    if (group.bits == 0) continue;
+    group.leading.assign(kRadixBuckets, false);
+    for (const auto& [prefix, position] : group.prefixes) group.leading[prefix >> (group.bits - kRadixBits)] = true;
+  }
 
   const std::size_t width = queries.size() * kRadixBuckets;
   // Counts are integers, so summing per-thread histograms gives the same result for any split.
@@ -342,6 +349,7 @@ RadixCounts radix_count_local(std::span<const double> values, std::span<const Ra
       }
       const std::uint64_t key = order_key(v);
       for (const Group& group : groups) {
+        if (group.bits > 0 && !group.leading[key >> (64 - kRadixBits)]) continue;
         const std::uint64_t prefix = group.bits == 0 ? 0 : key >> (64 - group.bits);
         const auto bucket = static_cast<std::size_t>((key >> (64 - group.bits - kRadixBits)) & (kRadixBuckets - 1));
         auto it = std::lower_bound(group.prefixes.begin(), group.prefixes.end(), std::pair{prefix, std::size_t{0}});
