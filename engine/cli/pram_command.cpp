@@ -20,6 +20,7 @@
 #include "engine/checkpoint.h"
 #include "engine/cli/commands.h"
 #include "engine/partitioned_table.h"
+#include "engine/table_step.h"
 #include "engine/report/run_report.h"
 #include "io/seed.h"
 #include "io/sha256.h"
@@ -224,21 +225,6 @@ nlohmann::json diagonal_json(const PramMatrix& m) {
   return out;
 }
 
-/// Debug-level timings of the step's phases, from the coordinator (bench/scripts/pram_end_to_end.sh).
-class PhaseClock {
- public:
-  explicit PhaseClock(bool enabled) : enabled_(enabled), last_(std::chrono::steady_clock::now()) {}
-  void lap(const std::string& phase) {
-    const auto now = std::chrono::steady_clock::now();
-    if (enabled_) spdlog::debug("pram: {} took {:.3f} s", phase, std::chrono::duration<double>(now - last_).count());
-    last_ = now;
-  }
-
- private:
-  bool enabled_;
-  std::chrono::steady_clock::time_point last_;
-};
-
 /// What one variable's pass produced in one stratum.
 struct StratumMatrices {
   PramMatrix p;      ///< the matrix of the method (reference: P from the drawn diagonal); kept for listed strata
@@ -314,11 +300,6 @@ class PramCommand final : public Command {
     step.parameters = parameters(flags);
     report.set_seed_fingerprint(seed.fingerprint());
 
-    PhaseClock clock(comm.is_coordinator());
-    TablePart part = read_partitioned(comm, options_.input, std::nullopt);
-    clock.lap("read");
-    const std::string input_digest = partitioned_content_digest(comm, part.table, part.summary);
-    clock.lap("input digest");
     // A user matrix is a parameter: its content, not only its path, identifies the step.
     nlohmann::json identity = step.parameters;
     for (const auto& [name, file] : flags.matrix_files) {
@@ -327,17 +308,17 @@ class PramCommand final : public Command {
       bytes << in.rdbuf();
       identity["matrix-file-sha256"][name] = io::sha256_hex(bytes.str());
     }
-    const std::string fingerprint = step_fingerprint(
-        {input_digest, "pram", identity, {StepId::kPramMatrix, StepId::kPram}, seed.fingerprint()});
-    write_options.provenance = io::make_provenance(context.command_line(), input_digest);
-    write_options.provenance.step_fingerprint = fingerprint;
-
-    if (auto earlier = resumable_step_results(comm, options_.resume, options_.output, fingerprint)) {
+    PhaseClock clock("pram", comm.is_coordinator());
+    OpenedTable opened = open_table_step(comm, context, options_.input, std::nullopt,
+                                         {"", "pram", identity, {StepId::kPramMatrix, StepId::kPram}, seed.fingerprint()},
+                                         write_options, clock);
+    if (auto earlier = resumable_step_results(comm, options_.resume, options_.output, opened.fingerprint)) {
       timer.stop();
       record_resumed_step(step, std::move(*earlier));
-      finish(comm, report, part.summary.row_count, input_digest);
+      finish_table_step(comm, report, options_.input, opened, options_.output, options_.report);
       return;
     }
+    TablePart& part = opened.part;
 
     Table& table = part.table;
     for (const auto& name : options_.variables) table.require(name, VariableType::kCategorical);
@@ -401,7 +382,7 @@ class PramCommand final : public Command {
     if (comm.is_coordinator())
       spdlog::info("pram: {} records, {} variables, {} strata, {} records changed", part.summary.row_count,
                    options_.variables.size(), strata.ids.size(), records_changed);
-    finish(comm, report, part.summary.row_count, input_digest);
+    finish_table_step(comm, report, options_.input, opened, options_.output, options_.report);
   }
 
   void check_variables(const std::vector<VariableInfo>& available, std::vector<std::string>& problems) const override {
@@ -657,12 +638,6 @@ class PramCommand final : public Command {
   }
 
   /// Collective: the coordinator writes the report.
-  void finish(const distributed::Communicator& comm, RunReport& report, std::int64_t rows, const std::string& input_digest) const {
-    report.set_input(options_.input, rows, input_digest);
-    report.add_output(options_.output, "data");
-    report.write(comm, options_.report);
-  }
-
   PramOptions options_;
   std::vector<std::int32_t> stratum_levels_;
   std::vector<std::vector<std::string>> stratum_labels_;

@@ -21,6 +21,7 @@
 #include "engine/checkpoint.h"
 #include "engine/cli/commands.h"
 #include "engine/partitioned_table.h"
+#include "engine/table_step.h"
 #include "engine/report/run_report.h"
 #include "engine/risk/risk_measure.h"
 #include "io/seed.h"
@@ -53,21 +54,6 @@ struct RiskOptions {
   std::optional<std::filesystem::path> seed_file;
   std::string filters = "shuffle,deflate=1";
   bool resume = false;
-};
-
-/// Debug-level timings of a step's phases, from the coordinator.
-class PhaseClock {
- public:
-  explicit PhaseClock(bool enabled) : enabled_(enabled), last_(std::chrono::steady_clock::now()) {}
-  void lap(const char* phase) {
-    const auto now = std::chrono::steady_clock::now();
-    if (enabled_) spdlog::debug("risk: {} took {:.3f} s", phase, std::chrono::duration<double>(now - last_).count());
-    last_ = now;
-  }
-
- private:
-  bool enabled_;
-  std::chrono::steady_clock::time_point last_;
 };
 
 constexpr const char* kFk = "fk";
@@ -258,24 +244,18 @@ class RiskCommand final : public Command {
     step.parameters = parameters();
     if (seed) report.set_seed_fingerprint(seed->fingerprint());
 
-    PhaseClock clock(comm.is_coordinator());
-    TablePart part = read_partitioned(comm, options_.input, options_.household);
-    clock.lap("read");
-    // The input's digest identifies the step (checkpoints) and goes into the report and provenance;
-    // it is computed from the rows just read.
-    const std::string input_digest = partitioned_content_digest(comm, part.table, part.summary);
-    clock.lap("input digest");
-    const std::string fingerprint = step_fingerprint(
-        {input_digest, "risk", step.parameters, draws, seed ? std::optional<std::string>(seed->fingerprint()) : std::nullopt});
-    write_options.provenance = io::make_provenance(context.command_line(), input_digest);
-    write_options.provenance.step_fingerprint = fingerprint;
-
-    if (auto earlier = resumable_step_results(comm, options_.resume, options_.output, fingerprint)) {
+    PhaseClock clock("risk", comm.is_coordinator());
+    OpenedTable opened = open_table_step(
+        comm, context, options_.input, options_.household,
+        {"", "risk", step.parameters, draws, seed ? std::optional<std::string>(seed->fingerprint()) : std::nullopt},
+        write_options, clock);
+    if (auto earlier = resumable_step_results(comm, options_.resume, options_.output, opened.fingerprint)) {
       timer.stop();
       record_resumed_step(step, std::move(*earlier));
-      finish(comm, report, part.summary.row_count, input_digest);
+      finish_table_step(comm, report, options_.input, opened, options_.output, options_.report);
       return;
     }
+    TablePart& part = opened.part;
 
     const Table& table = part.table;
     const KeyColumns keys = key_columns(table, options_.keys);
@@ -434,7 +414,7 @@ class RiskCommand final : public Command {
                    "{:.2f} expected re-identifications",
                    summary.records, summary.classes, summary.sample_uniques, summary.records_below_k, summary.k,
                    global.expected_reidentifications);
-    finish(comm, report, part.summary.row_count, input_digest);
+    finish_table_step(comm, report, options_.input, opened, options_.output, options_.report);
   }
 
   void check_variables(const std::vector<VariableInfo>& available, std::vector<std::string>& problems) const override {
@@ -594,12 +574,6 @@ class RiskCommand final : public Command {
   }
 
   /// Collective: the coordinator writes the report.
-  void finish(const distributed::Communicator& comm, RunReport& report, std::int64_t rows, const std::string& input_digest) const {
-    report.set_input(options_.input, rows, input_digest);
-    report.add_output(options_.output, "data");
-    report.write(comm, options_.report);
-  }
-
   /// Collective: the first missing key value over all ranks is an error naming its variable and row.
   void reject_missing_keys(const distributed::Communicator& comm, const Table& table, const KeyColumns& keys) const {
     const auto missing = first_missing_key(keys);

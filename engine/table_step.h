@@ -1,0 +1,56 @@
+#pragma once
+// The frame of the steps that read one table and write one (`sdc risk`, `sdc pram`): the input read
+// across the ranks and identified by its content digest, the step's fingerprint and the output's
+// provenance, resuming a completed step, and the report's input and output. The methods fill in what
+// lies between.
+
+#include <chrono>
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "distributed/comm.h"
+#include "engine/checkpoint.h"
+#include "engine/cli/command.h"
+#include "engine/partitioned_table.h"
+#include "engine/report/run_report.h"
+#include "io/hdf5_table.h"
+
+namespace sdc::engine {
+
+/// Debug-level timings of a step's phases, logged by the coordinator as "<method>: <phase> took <s> s"
+/// (the bench/scripts read these lines).
+class PhaseClock {
+ public:
+  PhaseClock(std::string method, bool enabled);
+  void lap(std::string_view phase);
+
+ private:
+  std::string method_;
+  bool enabled_;
+  std::chrono::steady_clock::time_point last_;
+};
+
+/// A step's input, read and identified.
+struct OpenedTable {
+  TablePart part;
+  std::string input_digest;  ///< content digest of the input (docs/format.md)
+  std::string fingerprint;   ///< the step's identity (docs/checkpoints.md)
+};
+
+/// Collective. Reads `input` across the ranks (read_partitioned, split between households when
+/// `household` is given), computes its content digest from the rows read, completes `identity` with it
+/// into the step's fingerprint, and sets the provenance of `write_options`. Laps "read" and
+/// "input digest" on `clock`.
+OpenedTable open_table_step(const distributed::Communicator& comm, const RunContext& context,
+                            const std::filesystem::path& input, const std::optional<std::string>& household,
+                            StepIdentity identity, io::Hdf5WriteOptions& write_options, PhaseClock& clock);
+
+/// Collective. Records the step's input and its data output in `report` and writes the report (to
+/// `report_path`, or to the job's report when the step runs in a job).
+void finish_table_step(const distributed::Communicator& comm, RunReport& report, const std::filesystem::path& input,
+                       const OpenedTable& opened, const std::filesystem::path& output,
+                       const std::optional<std::filesystem::path>& report_path);
+
+}  // namespace sdc::engine
