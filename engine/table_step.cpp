@@ -2,6 +2,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <utility>
 
 namespace sdc::engine {
@@ -29,6 +30,31 @@ OpenedTable open_table_step(const distributed::Communicator& comm, const RunCont
   write_options.provenance = io::make_provenance(context.command_line(), opened.input_digest);
   write_options.provenance.step_fingerprint = opened.fingerprint;
   return opened;
+}
+
+void write_table_step_output(const distributed::Communicator& comm, const std::filesystem::path& input, OpenedTable& opened,
+                             std::vector<Column> added, const std::vector<std::string>& changed,
+                             const std::filesystem::path& output, io::Hdf5WriteOptions write_options,
+                             std::vector<std::string>& warnings) {
+  const auto named = [](const std::vector<std::string>& names, const std::string& name) {
+    return std::find(names.begin(), names.end(), name) != names.end();
+  };
+  std::vector<std::string> added_names;
+  for (const Column& column : added) added_names.push_back(column.name());
+  Table& table = opened.part.table;
+  Table out(table.source(), table.row_count(), table.first_row_id());
+  std::vector<std::string> carried;
+  for (Column& column : table.mutable_columns()) {
+    if (named(added_names, column.name())) {
+      warnings.push_back("the input's variable '" + column.name() + "' is replaced by this step's");
+      continue;
+    }
+    if (!named(changed, column.name())) carried.push_back(column.name());
+    out.add_column(std::move(column));
+  }
+  for (Column& column : added) out.add_column(std::move(column));
+  write_options.unchanged = io::UnchangedVariables{input, opened.part.summary.stamp, std::move(carried)};
+  write_partitioned(comm, std::move(out), output, write_options);
 }
 
 void finish_table_step(const distributed::Communicator& comm, RunReport& report, const std::filesystem::path& input,

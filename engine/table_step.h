@@ -9,6 +9,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "distributed/comm.h"
 #include "engine/checkpoint.h"
@@ -46,6 +47,15 @@ struct OpenedTable {
 OpenedTable open_table_step(const distributed::Communicator& comm, const RunContext& context,
                             const std::filesystem::path& input, const std::optional<std::string>& household,
                             StepIdentity identity, io::Hdf5WriteOptions& write_options, PhaseClock& clock);
+
+/// Collective. Writes the step's output (write_partitioned): the input's variables in their order, with
+/// the values of `changed` ones (modified in place by the step) as they are now, less any that `added`
+/// replaces (a rerun replaces its own columns; a warning says so), then `added`. Every other input
+/// variable is declared unchanged, so its stored chunks are copied from the input.
+void write_table_step_output(const distributed::Communicator& comm, const std::filesystem::path& input, OpenedTable& opened,
+                             std::vector<Column> added, const std::vector<std::string>& changed,
+                             const std::filesystem::path& output, io::Hdf5WriteOptions write_options,
+                             std::vector<std::string>& warnings);
 
 /// Collective. Records the step's input and its data output in `report` and writes the report (to
 /// `report_path`, or to the job's report when the step runs in a job).

@@ -361,22 +361,11 @@ class PramCommand final : public Command {
                     {"risk_threshold", options_.risk_threshold},
                     {"variables", std::move(variables)}};
 
-    std::vector<std::int32_t> flag(changed.begin(), changed.end());
-    Table out(table.source(), table.row_count(), table.first_row_id());
-    std::vector<std::string> carried;  // the input's variables that leave as they came
-    for (Column& c : table.mutable_columns()) {
-      if (c.name() == kChanged) {
-        step.warnings.push_back(std::string("the input's variable '") + kChanged + "' is replaced by this step's");
-        continue;
-      }
-      if (std::find(options_.variables.begin(), options_.variables.end(), c.name()) == options_.variables.end())
-        carried.push_back(c.name());
-      out.add_column(std::move(c));
-    }
-    write_options.unchanged = io::UnchangedVariables{options_.input, part.summary.stamp, std::move(carried)};
-    out.add_column(Column::categorical(changed_variable(), std::move(flag)));
+    std::vector<Column> added;
+    added.push_back(Column::categorical(changed_variable(), std::vector<std::int32_t>(changed.begin(), changed.end())));
     write_options.provenance.step_results = step.results.dump();
-    write_partitioned(comm, std::move(out), options_.output, write_options);
+    write_table_step_output(comm, options_.input, opened, std::move(added), options_.variables, options_.output,
+                            write_options, step.warnings);
     clock.lap("write");
     timer.stop();
     if (comm.is_coordinator())

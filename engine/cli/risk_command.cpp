@@ -102,25 +102,6 @@ void check_weights(const Table& table, const std::string& name) {
   }
 }
 
-/// The input's variables, less any that this step produces (a rerun replaces them), plus the new ones.
-/// `carried` receives the names of the input variables kept.
-Table output_table(Table&& input, std::vector<Column>&& added, std::vector<std::string>& warnings,
-                   std::vector<std::string>& carried) {
-  Table out(input.source(), input.row_count(), input.first_row_id());
-  for (Column& column : input.mutable_columns()) {
-    const bool replaced =
-        std::any_of(added.begin(), added.end(), [&](const Column& a) { return a.name() == column.name(); });
-    if (replaced) {
-      warnings.push_back("the input's variable '" + column.name() + "' is replaced by this step's");
-      continue;
-    }
-    carried.push_back(column.name());
-    out.add_column(std::move(column));
-  }
-  for (Column& column : added) out.add_column(std::move(column));
-  return out;
-}
-
 /// Individual risks of the records, in parallel blocks (the map is element-wise, so blocks change
 /// nothing). Records stand for their classes: every record of a class has its f and F.
 IndividualRiskResult record_individual_risk(std::span<const double> fk, std::span<const double> fk_weighted,
@@ -401,12 +382,9 @@ class RiskCommand final : public Command {
     for (Column& column : l_columns) added.push_back(std::move(column));
     for (Column& column : measure_columns) added.push_back(std::move(column));
 
-    std::vector<std::string> carried;
-    Table out = output_table(std::move(part.table), std::move(added), step.warnings, carried);
     write_options.provenance.step_results = step.results.dump();
-    // The input's variables leave the step as they came: their stored chunks are copied.
-    write_options.unchanged = io::UnchangedVariables{options_.input, part.summary.stamp, std::move(carried)};
-    write_partitioned(comm, std::move(out), options_.output, write_options);
+    write_table_step_output(comm, options_.input, opened, std::move(added), {}, options_.output, write_options,
+                            step.warnings);
     clock.lap("write");
     timer.stop();
     if (comm.is_coordinator())

@@ -44,6 +44,10 @@ class AJob : public ::testing::Test {
     write_text(dir_ / name, text);
     return dir_ / name;
   }
+  /// job.yaml with output_dir out/ and `steps` (YAML lines of the steps list).
+  std::filesystem::path job_with_steps(const std::string& steps) {
+    return job("job.yaml", "version: 1\noutput_dir: " + (dir_ / "out").string() + "\nsteps:\n" + steps);
+  }
   TempDir dir_;
 };
 
@@ -127,14 +131,11 @@ TEST_F(AJob, RejectsAReportDirectoryThatDoesNotExistBeforeRunningAnything) {
 }
 
 TEST_F(AJob, RejectsASuda2SizeAboveTheKeyCountBeforeRunningAnything) {
-  const auto path = job("job.yaml",
-                        "version: 1\n"
-                        "output_dir: " + (dir_ / "out").string() + "\n"
-                        "steps:\n"
-                        "  - method: risk\n"
-                        "    keys: [sex, age]\n"
-                        "    suda2: true\n"
-                        "    suda2-max-size: 3\n");
+  const auto path = job_with_steps(
+      "  - method: risk\n"
+      "    keys: [sex, age]\n"
+      "    suda2: true\n"
+      "    suda2-max-size: 3\n");
   const auto result = run_sdc({"run", path.string(), "--input", (dir_ / "persons.h5").string()});
   EXPECT_EQ(result.exit_code, 4);
   EXPECT_NE(result.err.find("step 1 (risk): --suda2-max-size 3 exceeds the number of key variables (2 in --keys)"),
@@ -145,14 +146,11 @@ TEST_F(AJob, RejectsASuda2SizeAboveTheKeyCountBeforeRunningAnything) {
 
 TEST_F(AJob, NeedsASeedForAStepThatDrawsBeforeRunningAnything) {
   if (std::getenv("SDC_SEED") != nullptr) GTEST_SKIP() << "SDC_SEED is set in this environment";
-  const auto path = job("job.yaml",
-                        "version: 1\n"
-                        "output_dir: " + (dir_ / "out").string() + "\n"
-                        "steps:\n"
-                        "  - method: risk\n"
-                        "    keys: [sex, age]\n"
-                        "    household: hid\n"
-                        "    bootstrap: 20\n");
+  const auto path = job_with_steps(
+      "  - method: risk\n"
+      "    keys: [sex, age]\n"
+      "    household: hid\n"
+      "    bootstrap: 20\n");
   const auto result = run_sdc({"run", path.string(), "--input", (dir_ / "persons.h5").string()});
   EXPECT_EQ(result.exit_code, 4);
   EXPECT_NE(result.err.find("step 1 (risk): the step draws random numbers and needs a seed"), std::string::npos)
@@ -169,24 +167,21 @@ std::size_t replaced_variable_warnings(const nlohmann::json& report, std::size_t
 }
 
 TEST_F(AJob, ReadsFromTheJobsInputOrANamedEarlierStep) {
-  const auto path = job("job.yaml",
-                        "version: 1\n"
-                        "output_dir: " + (dir_ / "out").string() + "\n"
-                        "steps:\n"
-                        "  - method: risk\n"
-                        "    name: before\n"
-                        "    keys: [sex, age]\n"
-                        "  - method: risk\n"
-                        "    name: fresh\n"
-                        "    from: input\n"
-                        "    keys: [sex, marstat]\n"
-                        "  - method: risk\n"
-                        "    name: again\n"
-                        "    from: before\n"
-                        "    keys: [sex]\n"
-                        "  - method: risk\n"
-                        "    name: chained\n"
-                        "    keys: [age]\n");
+  const auto path = job_with_steps(
+      "  - method: risk\n"
+      "    name: before\n"
+      "    keys: [sex, age]\n"
+      "  - method: risk\n"
+      "    name: fresh\n"
+      "    from: input\n"
+      "    keys: [sex, marstat]\n"
+      "  - method: risk\n"
+      "    name: again\n"
+      "    from: before\n"
+      "    keys: [sex]\n"
+      "  - method: risk\n"
+      "    name: chained\n"
+      "    keys: [age]\n");
   const auto result = run_sdc({"run", path.string(), "--input", (dir_ / "persons.h5").string(), "--report",
                                (dir_ / "job.json").string()});
   ASSERT_EQ(result.exit_code, 0) << result.err;
@@ -200,22 +195,19 @@ TEST_F(AJob, ReadsFromTheJobsInputOrANamedEarlierStep) {
 }
 
 TEST_F(AJob, RejectsAFromThatNamesNoEarlierStepBeforeRunningAnything) {
-  const auto path = job("job.yaml",
-                        "version: 1\n"
-                        "output_dir: " + (dir_ / "out").string() + "\n"
-                        "steps:\n"
-                        "  - method: risk\n"
-                        "    name: first\n"
-                        "    from: later\n"
-                        "    keys: [sex]\n"
-                        "  - method: risk\n"
-                        "    name: later\n"
-                        "    from: first\n"
-                        "    input: " + (dir_ / "persons.h5").string() + "\n"
-                        "    keys: [sex]\n"
-                        "  - method: risk\n"
-                        "    from: nosuch\n"
-                        "    keys: [sex]\n");
+  const auto path = job_with_steps(
+      "  - method: risk\n"
+      "    name: first\n"
+      "    from: later\n"
+      "    keys: [sex]\n"
+      "  - method: risk\n"
+      "    name: later\n"
+      "    from: first\n"
+      "    input: " + (dir_ / "persons.h5").string() + "\n"
+      "    keys: [sex]\n"
+      "  - method: risk\n"
+      "    from: nosuch\n"
+      "    keys: [sex]\n");
   const auto result = run_sdc({"run", path.string()});
   EXPECT_EQ(result.exit_code, 4);
   for (const char* expected : {"line 6: step 1 (risk): from: no earlier step named 'later' writes an output",
