@@ -2,6 +2,10 @@
 # Installs the Debian 12 packages sdc-engine builds, tests and runs with — exactly those, without
 # recommends, and only the ones missing. Runs `apt-get update` only when a package must be installed
 # and the package lists are empty or do not know it. Needs root (or sudo).
+#
+# This list is the only place a dependency is installed from: scripts/check-deps.sh (run by the test
+# command) fails when the build compiles against a header or loads a library from a package that is
+# neither listed here nor pulled in by one listed here. `install-deps.sh --list` prints the list.
 set -euo pipefail
 
 packages=(
@@ -10,13 +14,18 @@ packages=(
   # MPI and parallel HDF5 (configure refuses a serial HDF5)
   openmpi-bin libopenmpi-dev libhdf5-openmpi-dev hdf5-tools
   # libraries
-  libtbb-dev libeigen3-dev libabsl-dev libyaml-cpp-dev nlohmann-json3-dev libspdlog-dev libfmt-dev libcli11-dev
+  libtbb-dev libeigen3-dev libabsl-dev librandom123-dev libyaml-cpp-dev nlohmann-json3-dev libspdlog-dev libfmt-dev libcli11-dev
   libssl-dev zlib1g-dev libdeflate-dev
   # tests and benchmarks
   libgtest-dev libgmock-dev libbenchmark-dev libbenchmark-tools
   # test helpers: report validation (JSON Schema) and independent HDF5 reads, with Debian's python
   python3 python3-jsonschema python3-h5py
 )
+
+if [ "${1:-}" = "--list" ]; then
+  printf '%s\n' "${packages[@]}"
+  exit 0
+fi
 
 missing=()
 for package in "${packages[@]}"; do
