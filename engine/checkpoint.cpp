@@ -1,6 +1,7 @@
 #include "engine/checkpoint.h"
 
 #include "io/hdf5_table.h"
+#include "io/input_file.h"
 #include "io/sha256.h"
 #include "kernels/core/error.h"
 
@@ -18,13 +19,29 @@ std::string step_fingerprint(const StepIdentity& identity) {
   return hash.hex_digest();
 }
 
+std::filesystem::path checkpoint_path(const std::filesystem::path& output) {
+  std::filesystem::path path = output;
+  path += ".checkpoint.json";
+  return path;
+}
+
+void write_checkpoint(const std::filesystem::path& output, const std::string& fingerprint, const nlohmann::json& results,
+                      io::FilePermissions permissions) {
+  const nlohmann::json checkpoint = {{"step_fingerprint", fingerprint}, {"results", results}};
+  io::write_file_atomically(checkpoint_path(output), checkpoint.dump(2) + "\n", permissions);
+}
+
 std::optional<nlohmann::json> completed_step_results(const std::filesystem::path& output, const std::string& fingerprint) {
   std::error_code ec;
   if (!std::filesystem::exists(output, ec)) return std::nullopt;
   try {
     const io::FileSummary summary = io::read_summary(output);
-    if (summary.provenance.step_fingerprint != fingerprint || summary.provenance.step_results.empty()) return std::nullopt;
-    return nlohmann::json::parse(summary.provenance.step_results);
+    if (summary.provenance.step_fingerprint != fingerprint) return std::nullopt;
+    if (!summary.provenance.step_results.empty()) return nlohmann::json::parse(summary.provenance.step_results);
+    const nlohmann::json checkpoint =
+        nlohmann::json::parse(io::read_input_file(checkpoint_path(output), "checkpoint", io::kMaxTextInputBytes));
+    if (checkpoint.value("step_fingerprint", "") != fingerprint || !checkpoint.contains("results")) return std::nullopt;
+    return checkpoint["results"];
   } catch (const Error&) {
     return std::nullopt;  // an unreadable or foreign file is simply rewritten
   } catch (const nlohmann::json::exception&) {

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "distributed/comm.h"
+#include "io/atomic_output.h"
 #include "engine/report/run_report.h"
 #include "kernels/core/record_rng.h"
 
@@ -28,8 +29,18 @@ struct StepIdentity {
 /// SHA-256 (hex) over the identity in a fixed serialization (parameters as canonical JSON).
 std::string step_fingerprint(const StepIdentity& identity);
 
+/// Where a masked output's step results are kept: beside it, never inside the file meant for release
+/// (they hold counts of the original data): `<output>.checkpoint.json`, owner-only like the report.
+std::filesystem::path checkpoint_path(const std::filesystem::path& output);
+
+/// Writes the checkpoint of a masked `output` (checkpoint_path) atomically: its step's fingerprint and
+/// results.
+void write_checkpoint(const std::filesystem::path& output, const std::string& fingerprint, const nlohmann::json& results,
+                      io::FilePermissions permissions);
+
 /// The results recorded by a completed earlier run of this step, when `output` exists, is a readable
-/// sdc-engine file and carries `fingerprint`; otherwise none (the step must run).
+/// sdc-engine file and carries `fingerprint`, with its results in the file or, for a masked output,
+/// in its checkpoint (carrying the same fingerprint); otherwise none (the step must run).
 std::optional<nlohmann::json> completed_step_results(const std::filesystem::path& output, const std::string& fingerprint);
 
 /// Collective. With `resume`, the coordinator looks for the results of a completed earlier run

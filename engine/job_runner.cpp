@@ -91,6 +91,10 @@ struct Parsed {
   CLI::App* app = nullptr;
   Command* command = nullptr;
   std::string error;
+  /// The error is about one flag's value (not a missing flag or two flags that need each other).
+  bool bad_value = false;
+  /// The error is a required flag that is missing.
+  bool missing_flag = false;
 };
 
 Parsed parse_step(const std::string& method, const std::vector<std::string>& argv) {
@@ -105,13 +109,19 @@ Parsed parse_step(const std::string& method, const std::vector<std::string>& arg
     parsed.tree->root.parse(static_cast<int>(c_args.size()), c_args.data());
   } catch (const CLI::ParseError& e) {
     parsed.error = e.what();
+    parsed.bad_value = dynamic_cast<const CLI::ValidationError*>(&e) != nullptr ||
+                       dynamic_cast<const CLI::ConversionError*>(&e) != nullptr ||
+                       dynamic_cast<const CLI::ArgumentMismatch*>(&e) != nullptr;
+    parsed.missing_flag = dynamic_cast<const CLI::RequiredError*>(&e) != nullptr;
   }
   return parsed;
 }
 
 class JobPlanner {
  public:
-  JobPlanner(io::JobFile job, const JobOverrides& overrides) : job_(std::move(job)), overrides_(overrides) {
+  /// `problems`: those found in the job file's structure, listed with the planner's own.
+  JobPlanner(io::JobFile job, const JobOverrides& overrides, std::vector<std::string> problems)
+      : job_(std::move(job)), overrides_(overrides), problems_(std::move(problems)) {
     if (overrides.input) job_.input = overrides.input;
     // A relative job report inside the job's output directory moves with --output-dir, so that an
     // overridden output directory holds the whole job's results.
@@ -143,12 +153,17 @@ class JobPlanner {
     for (std::size_t i = 0; i < job_.steps.size(); ++i) {
       const io::JobStep& step = job_.steps[i];
       const std::string where = "step " + std::to_string(i + 1) + " (" + step.method + ")";
+      if (step.method.empty()) {  // the job file's own problem
+        available.reset();
+        continue;
+      }
       auto [app, command] = names.find(step.method);
       if (app == nullptr || step.method == "run") {
         problem(step.line, where + ": unknown method '" + step.method + "' (methods: " + names.methods() + ")");
         available.reset();
         continue;
       }
+      bool input_unknown = false;  // a bad 'from' (already a problem) leaves the step without input
       if (step.from) {
         const bool has_input_key = std::any_of(step.settings.begin(), step.settings.end(),
                                                [](const io::JobSetting& setting) { return setting.key == "input"; });
@@ -165,11 +180,13 @@ class JobPlanner {
           problem(step.from_line, where + ": from: no earlier step named '" + *step.from + "' writes an output");
           current_input.reset();
           available.reset();
+          input_unknown = true;
         }
       }
       StepPlan plan{step, {}, std::nullopt};
       std::istringstream words(step.method);
       for (std::string word; words >> word;) plan.argv.push_back(word);
+      std::vector<std::pair<const io::JobSetting*, std::vector<std::string>>> setting_args;
 
       bool explicit_input = false;
       bool explicit_output = false;
@@ -193,6 +210,7 @@ class JobPlanner {
         for (const auto& item : setting.values) value += (value.empty() ? "" : ",") + item;
         plan.argv.push_back("--" + setting.key);
         plan.argv.push_back(value);
+        setting_args.push_back({&setting, {"--" + setting.key, value}});
         if (setting.key == "input") {
           current_input = value;
           available = variables_of(current_input, setting.line);
@@ -201,7 +219,7 @@ class JobPlanner {
       }
       if (has_flag(app, "input") && !explicit_input) {
         if (!current_input) {
-          problem(step.line, where + ": no input: give 'input' in the job or in the step");
+          if (!input_unknown) problem(step.line, where + ": no input: give 'input' in the job or in the step");
         } else {
           plan.argv.insert(plan.argv.end(), {"--input", current_input->string()});
         }
@@ -216,11 +234,15 @@ class JobPlanner {
 
       Parsed parsed = parse_step(step.method, plan.argv);
       if (!parsed.error.empty()) {
-        int line = step.line;  // the line of the key the message names, when it names one
-        for (const io::JobSetting& setting : step.settings)
-          if (parsed.error.find("--" + setting.key) != std::string::npos) line = setting.line;
-        problem(line, where + ": " + parsed.error);
+        report_parse_errors(where, step, setting_args, parsed, input_unknown);
       } else {
+        for (const auto& text : repeated_list_items(parsed.tree->root)) problem(step.line, where + ": " + text);
+        for (io::PathUse use : parsed.command->path_uses()) {
+          if (use.flag == "--report") continue;  // a step's report goes into the job's
+          use.flag = where + " " + use.flag;
+          use.stage = static_cast<int>(i) + 1;
+          path_uses_.push_back(std::move(use));
+        }
         if (parsed.command->needs_seed() && !job_.seed_file && std::getenv("SDC_SEED") == nullptr)
           problem(step.line, where + ": the step draws random numbers and needs a seed: give seed_file in the job, "
                                      "--seed-file to sdc run, or set SDC_SEED");
@@ -255,6 +277,44 @@ class JobPlanner {
   }
 
   const io::JobFile& job() const { return job_; }
+
+  /// A step's flags failed to parse. CLI11 stops at the first bad value; each setting is parsed
+  /// again on its own, after the injected flags, so that every bad value is listed with its line.
+  void report_parse_errors(const std::string& where, const io::JobStep& step,
+                           const std::vector<std::pair<const io::JobSetting*, std::vector<std::string>>>& setting_args,
+                           const Parsed& parsed, bool input_unknown) {
+    bool found = false;
+    if (parsed.bad_value) {
+      std::vector<std::string> injected;
+      std::istringstream words(step.method);
+      for (std::string word; words >> word;) injected.push_back(word);
+      for (const auto& [setting, args] : setting_args) {
+        std::vector<std::string> alone = injected;
+        alone.insert(alone.end(), args.begin(), args.end());
+        const Parsed one = parse_step(step.method, alone);
+        if (one.bad_value) {
+          problem(setting->line, where + ": " + one.error);
+          found = true;
+        }
+      }
+    }
+    if (found) return;
+    if (parsed.missing_flag && input_unknown && parsed.error.find("--input") != std::string::npos) return;
+    int line = step.line;  // the line of the key the message names, when it names one
+    for (const io::JobSetting& setting : step.settings)
+      if (parsed.error.find("--" + setting.key) != std::string::npos) line = setting.line;
+    problem(line, where + ": " + parsed.error);
+  }
+
+  /// The files of the job and of every step planned, each step at its own stage.
+  std::vector<io::PathUse> path_uses() const {
+    std::vector<io::PathUse> uses{{"the job file", job_.path, io::PathAccess::kRead, 0}};
+    if (job_.input) uses.push_back({"the job's input", *job_.input, io::PathAccess::kRead, 0});
+    if (job_.seed_file) uses.push_back({"seed_file", *job_.seed_file, io::PathAccess::kRead, 0});
+    if (job_.report) uses.push_back({"the job's report", *job_.report, io::PathAccess::kWrite, io::kWholeRunStage});
+    uses.insert(uses.end(), path_uses_.begin(), path_uses_.end());
+    return uses;
+  }
 
  private:
   /// The job's report is written after every step: its directory must exist, or be the output
@@ -292,6 +352,7 @@ class JobPlanner {
   JobOverrides overrides_;
   std::vector<std::string> problems_;
   std::vector<std::filesystem::path> planned_outputs_;
+  std::vector<io::PathUse> path_uses_;
 };
 
 /// One report for the job: the first step's report extended by the others' steps and outputs.
@@ -314,12 +375,29 @@ nlohmann::json merge_reports(const std::vector<nlohmann::json>& reports, const R
 
 }  // namespace
 
-void run_job(const std::filesystem::path& job_file, const JobOverrides& overrides, const RunContext& context) {
+struct PlannedJob::Plan {
+  io::JobFile job;
+  std::vector<StepPlan> steps;
+  std::vector<io::PathUse> path_uses;
+};
+
+PlannedJob::PlannedJob(const std::filesystem::path& job_file, const JobOverrides& overrides) {
+  std::vector<std::string> problems;
+  io::JobFile file = io::read_job_file(job_file, problems);
+  JobPlanner planner(std::move(file), overrides, std::move(problems));
+  std::vector<StepPlan> steps = planner.plan();
+  plan_ = std::make_unique<Plan>(Plan{planner.job(), std::move(steps), planner.path_uses()});
+}
+
+PlannedJob::~PlannedJob() = default;
+
+std::vector<io::PathUse> PlannedJob::path_uses() const { return plan_->path_uses; }
+
+void PlannedJob::run(const RunContext& context) const {
   const auto comm = distributed::Communicator::world();
-  JobPlanner planner(io::load_job_file(job_file), overrides);
-  const std::vector<StepPlan> plans = planner.plan();
-  const io::JobFile& job = planner.job();
-  if (job.output_dir) std::filesystem::create_directories(*job.output_dir);
+  const io::JobFile& job = plan_->job;
+  const std::vector<StepPlan>& plans = plan_->steps;
+  if (job.output_dir) io::create_output_directories(*job.output_dir, context.permissions);
 
   std::optional<tbb::global_control> thread_limit;
   RunContext step_context = context;
@@ -328,6 +406,7 @@ void run_job(const std::filesystem::path& job_file, const JobOverrides& override
     step_context.threads = *job.threads;
   }
   std::vector<nlohmann::json> reports;
+  std::vector<std::filesystem::path> step_outputs;
   step_context.report_sink = [&](const nlohmann::json& report) { reports.push_back(report); };
 
   for (std::size_t i = 0; i < plans.size(); ++i) {
@@ -337,10 +416,22 @@ void run_job(const std::filesystem::path& job_file, const JobOverrides& override
     SDC_CHECK(parsed.error.empty() && parsed.command != nullptr, "a planned step parses again: " + parsed.error);
     step_context.argv = {context.argv.empty() ? "sdc" : context.argv.front()};
     step_context.argv.insert(step_context.argv.end(), plan.argv.begin(), plan.argv.end());
+    step_context.paths = parsed.command->path_uses();
     parsed.command->run(step_context);
+    // A complete step's outputs are checkpoints: a later failure keeps them for --resume.
+    for (auto& output : io::committed_outputs()) step_outputs.push_back(std::move(output));
+    io::keep_committed_outputs();
   }
-  if (comm.is_coordinator() && job.report && !reports.empty())
-    io::write_file_atomically(*job.report, merge_reports(reports, context).dump(2) + "\n", context.permissions);
+  if (comm.is_coordinator() && job.report && !reports.empty()) {
+    try {
+      io::write_file_atomically(*job.report, merge_reports(reports, context).dump(2) + "\n", context.permissions);
+    } catch (...) {
+      // Without its report the job is not done: none of its outputs stays behind.
+      std::error_code ignored;
+      for (const auto& output : step_outputs) std::filesystem::remove(output, ignored);
+      throw;
+    }
+  }
 }
 
 }  // namespace sdc::engine

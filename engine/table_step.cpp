@@ -18,7 +18,8 @@ void PhaseClock::lap(std::string_view phase) {
 
 OpenedTable open_table_step(const distributed::Communicator& comm, const RunContext& context,
                             const std::filesystem::path& input, const std::optional<std::string>& household,
-                            StepIdentity identity, io::Hdf5WriteOptions& write_options, PhaseClock& clock) {
+                            StepIdentity identity, io::Hdf5WriteOptions& write_options, PhaseClock& clock,
+                            OutputRelease release) {
   OpenedTable opened;
   opened.part = read_partitioned(comm, input, household);
   clock.lap("read");
@@ -27,7 +28,8 @@ OpenedTable open_table_step(const distributed::Communicator& comm, const RunCont
   clock.lap("input digest");
   identity.input_digest = opened.input_digest;
   opened.fingerprint = step_fingerprint(identity);
-  write_options.provenance = io::make_provenance(context.command_line(), opened.input_digest);
+  write_options.provenance = io::make_provenance(
+      release == OutputRelease::kMasked ? context.release_safe_command_line() : context.command_line(), opened.input_digest);
   write_options.provenance.step_fingerprint = opened.fingerprint;
   return opened;
 }

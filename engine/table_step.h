@@ -40,13 +40,23 @@ struct OpenedTable {
   std::string fingerprint;   ///< the step's identity (docs/checkpoints.md)
 };
 
+/// Whether a step's data output is meant for release (a masked file) or for the analyst only.
+enum class OutputRelease {
+  kAnalysis,  ///< provenance holds the command line and the step's results (for --resume)
+  /// Provenance holds only what discloses nothing: tool version, the command line with base names
+  /// of files, the input's content digest and the step fingerprint. The results go to the output's
+  /// checkpoint (engine/checkpoint.h) and the report.
+  kMasked,
+};
+
 /// Collective. Reads `input` across the ranks (read_partitioned, split between households when
 /// `household` is given), computes its content digest from the rows read, completes `identity` with it
 /// into the step's fingerprint, and sets the provenance of `write_options`. Laps "read" and
 /// "input digest" on `clock`.
 OpenedTable open_table_step(const distributed::Communicator& comm, const RunContext& context,
                             const std::filesystem::path& input, const std::optional<std::string>& household,
-                            StepIdentity identity, io::Hdf5WriteOptions& write_options, PhaseClock& clock);
+                            StepIdentity identity, io::Hdf5WriteOptions& write_options, PhaseClock& clock,
+                            OutputRelease release = OutputRelease::kAnalysis);
 
 /// Collective. Writes the step's output (write_partitioned): the input's variables in their order, with
 /// the values of `changed` ones (modified in place by the step) as they are now, less any that `added`

@@ -11,6 +11,7 @@
 #include <signal.h>
 #include <cstdio>
 #include <cstring>
+#include <mutex>
 
 #include "kernels/core/error.h"
 
@@ -54,6 +55,17 @@ extern "C" void remove_live_outputs_and_reraise(int signal_number) {
 }
 
 std::string errno_text(int error) { return std::strerror(error); }
+
+// Not touched by signal handlers: committed outputs are complete files, which an interrupted run
+// keeps (only its temporary files are removed).
+std::mutex g_committed_mutex;
+std::vector<std::filesystem::path> g_committed;
+std::vector<std::filesystem::path> g_made_directories;
+
+void record_committed(const std::filesystem::path& path) {
+  std::lock_guard lock(g_committed_mutex);
+  g_committed.push_back(path);
+}
 
 /// Removes `.NAME.PID.partial` siblings left by runs that were killed (SIGKILL cannot be caught) and
 /// whose process no longer exists, so that an interrupted run leaves no lasting debris.
@@ -142,6 +154,7 @@ void AtomicOutput::commit() {
     throw IoError(final_path_.string() + ": cannot move completed output into place: " + errno_text(error));
   }
   committed_ = true;
+  record_committed(final_path_);
 }
 
 void write_file_atomically(const std::filesystem::path& path, std::string_view content, FilePermissions permissions) {
@@ -165,14 +178,42 @@ void ensure_output_directory_writable(const std::filesystem::path& output) {
   }
 }
 
-void ensure_output_is_not_an_input(const std::filesystem::path& output,
-                                   const std::vector<std::filesystem::path>& inputs) {
-  std::error_code ec;
-  for (const auto& input : inputs) {
-    if (std::filesystem::exists(output, ec) && std::filesystem::equivalent(output, input, ec))
-      throw UsageError("output '" + output.string() + "' is the input file '" + input.string() +
-                       "'; inputs are never overwritten, choose another output path");
+void create_output_directories(const std::filesystem::path& directory, FilePermissions permissions) {
+  const mode_t mode = permissions.mode | ((permissions.mode & 0444) >> 2);
+  std::filesystem::path made;
+  for (const auto& part : directory.lexically_normal()) {
+    made /= part;
+    if (part.empty() || part == "/" || part == "." || part == "..") continue;
+    if (::mkdir(made.c_str(), mode) == 0) {
+      ::chmod(made.c_str(), mode);  // the umask may have removed bits
+      std::lock_guard lock(g_committed_mutex);
+      g_made_directories.push_back(made);
+      continue;
+    }
+    const int error = errno;
+    std::error_code ec;
+    if (error == EEXIST && std::filesystem::is_directory(made, ec)) continue;
+    throw IoError(made.string() + ": cannot create output directory: " + errno_text(error));
   }
+}
+
+std::vector<std::filesystem::path> committed_outputs() {
+  std::lock_guard lock(g_committed_mutex);
+  return g_committed;
+}
+
+void keep_committed_outputs() {
+  std::lock_guard lock(g_committed_mutex);
+  g_committed.clear();
+  g_made_directories.clear();
+}
+
+void remove_committed_outputs() noexcept {
+  std::lock_guard lock(g_committed_mutex);
+  for (auto it = g_committed.rbegin(); it != g_committed.rend(); ++it) ::unlink(it->c_str());
+  for (auto it = g_made_directories.rbegin(); it != g_made_directories.rend(); ++it) ::rmdir(it->c_str());
+  g_committed.clear();
+  g_made_directories.clear();
 }
 
 void install_output_cleanup_handlers() {

@@ -48,6 +48,20 @@ class AtomicOutput {
   bool committed_ = false;
 };
 
+// ---- a run's outputs: all or nothing ------------------------------------------------------------
+// Every output committed by this process is recorded until the run keeps it. A run that fails after
+// committing some outputs (its report cannot be written, a later phase fails) removes them, so that a
+// failed run leaves nothing; a job keeps each step's outputs once the step is complete (they are
+// checkpoints: --resume reuses them).
+
+/// Outputs this process committed and has not kept, oldest first.
+std::vector<std::filesystem::path> committed_outputs();
+/// The outputs committed so far stay even if the run fails later.
+void keep_committed_outputs();
+/// Removes the outputs committed and not kept (and directories made by create_output_directories()
+/// that are then empty), newest first. Never throws.
+void remove_committed_outputs() noexcept;
+
 /// Writes `content` to `path` atomically (reports, schemas, seed files).
 void write_file_atomically(const std::filesystem::path& path, std::string_view content, FilePermissions permissions);
 
@@ -55,9 +69,10 @@ void write_file_atomically(const std::filesystem::path& path, std::string_view c
 /// long work, so that a run fails at once rather than after it.
 void ensure_output_directory_writable(const std::filesystem::path& output);
 
-/// Throws UsageError when `output` names the same file as one of `inputs` (so that an input is never
-/// replaced by an output).
-void ensure_output_is_not_an_input(const std::filesystem::path& output, const std::vector<std::filesystem::path>& inputs);
+/// Creates `directory` and any missing parents, each with `permissions` plus the search bit wherever
+/// it grants reading (0600 gives 0700, 0640 gives 0750), whatever the umask. Existing directories
+/// are left as they are. Throws IoError naming the directory that cannot be made.
+void create_output_directories(const std::filesystem::path& directory, FilePermissions permissions);
 
 /// Installs handlers that remove live temporary files on SIGINT, SIGTERM and SIGHUP, then re-raise.
 void install_output_cleanup_handlers();

@@ -16,6 +16,7 @@
 #include <span>
 #include <utility>
 
+#include "io/input_file.h"
 #include "io/sha256.h"
 #include "kernels/core/error.h"
 
@@ -27,20 +28,6 @@ constexpr std::size_t kDigestPiece = std::size_t{4} << 20;
 constexpr std::size_t kZlibPiece = std::size_t{1} << 30;
 
 std::string errno_text(int error) { return std::strerror(error); }
-
-class FileDescriptor {
- public:
-  explicit FileDescriptor(int fd) : fd_(fd) {}
-  ~FileDescriptor() {
-    if (fd_ >= 0) ::close(fd_);
-  }
-  FileDescriptor(const FileDescriptor&) = delete;
-  FileDescriptor& operator=(const FileDescriptor&) = delete;
-  int get() const noexcept { return fd_; }
-
- private:
-  int fd_;
-};
 
 std::string hash_bytes(const char* data, std::size_t size) {
   Sha256 sha;
@@ -149,17 +136,8 @@ const char* first_record_start(const char* p, const char* end, bool in_quotes) {
 // ---- InputBytes ---------------------------------------------------------------------------------
 
 InputBytes InputBytes::read_file(const std::filesystem::path& path, bool digest) {
-  FileDescriptor fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
-  if (fd.get() < 0) {
-    const int error = errno;
-    throw IoError(path.string() + ": cannot open input: " + errno_text(error));
-  }
-  struct stat info {};
-  if (::fstat(fd.get(), &info) != 0) {
-    const int error = errno;
-    throw IoError(path.string() + ": cannot read input: " + errno_text(error));
-  }
-  if (!S_ISREG(info.st_mode)) throw IoError(path.string() + ": cannot read input: not a regular file");
+  InputFile file(path, "input");
+  const struct stat& info = file.status();
 
   InputBytes input;
   input.file_bytes_ = static_cast<std::uint64_t>(info.st_size);
@@ -168,7 +146,7 @@ InputBytes InputBytes::read_file(const std::filesystem::path& path, bool digest)
     if (digest) input.digest_ = hash_bytes(nullptr, 0);
     return input;
   }
-  void* mapping = ::mmap(nullptr, size, PROT_READ, MAP_PRIVATE, fd.get(), 0);
+  void* mapping = ::mmap(nullptr, size, PROT_READ, MAP_PRIVATE, file.descriptor(), 0);
   if (mapping == MAP_FAILED) {
     const int error = errno;
     throw IoError(path.string() + ": cannot map input into memory: " + errno_text(error));

@@ -31,6 +31,7 @@
 
 #include "io/chunk_codec.h"
 #include "io/hdf5_handle.h"
+#include "io/input_file.h"
 #include "io/content_digest.h"
 #include "io/sha256.h"
 #include "io/timestamp.h"
@@ -797,18 +798,6 @@ struct StoredChunk {
   std::vector<std::byte> bytes;
 };
 
-void check_readable(const std::filesystem::path& path) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) {
-    const int error = errno;
-    throw IoError(path.string() + ": cannot open input: " + std::strerror(error));
-  }
-  struct stat info {};
-  const bool is_directory = ::fstat(fd, &info) == 0 && S_ISDIR(info.st_mode);
-  ::close(fd);
-  if (is_directory) throw IoError(path.string() + ": cannot open input: it is a directory");
-}
-
 }  // namespace
 
 struct Hdf5TableReader::Impl {
@@ -846,7 +835,7 @@ struct Hdf5TableReader::Impl {
   // ---- opening ----
 
   void open_file() {
-    check_readable(path);
+    check_input_file(path, "input");
     const htri_t is_hdf5 = H5Fis_hdf5(path.c_str());
     hdf5::take_error_detail();
     if (is_hdf5 <= 0) invalid({}, "not an HDF5 file");
@@ -884,6 +873,7 @@ struct Hdf5TableReader::Impl {
   void open_variables_group() {
     const htri_t exists = H5Lexists(file.get(), kVariablesGroup, H5P_DEFAULT);
     if (exists <= 0) invalid_with_detail({}, "not an sdc-engine table (group /variables is missing)");
+    require_hard_link(file.get(), kVariablesGroup, "/variables");
     variables = hdf5::Group(H5Gopen2(file.get(), kVariablesGroup, H5P_DEFAULT));
     if (!variables.valid()) invalid_with_detail({}, "/variables is not a group");
     hdf5::PropertyList create(H5Gget_create_plist(variables.get()));
@@ -899,7 +889,9 @@ struct Hdf5TableReader::Impl {
     H5G_info_t group_info{};
     if (H5Gget_info(variables.get(), &group_info) < 0) invalid_with_detail({}, "cannot list group /variables");
     for (hsize_t i = 0; i < group_info.nlinks; ++i) {
-      stored.push_back(read_variable(link_name(i)));
+      const std::string name = link_name(i);
+      require_hard_link(variables.get(), name.c_str(), "/variables/" + name);
+      stored.push_back(read_variable(name));
       summary.variables.push_back(stored.back().info);
     }
     validate_metadata(summary.variables, source);
@@ -907,6 +899,16 @@ struct Hdf5TableReader::Impl {
       summary.filters = stored.front().filters;
       summary.chunk_rows = stored.front().chunk_rows;
     }
+  }
+
+  /// A soft or external link would make the reader open whatever it points to, in this file or in
+  /// any other file on the machine: an sdc-engine table holds its objects itself.
+  void require_hard_link(hid_t location, const char* name, const std::string& shown) const {
+    H5L_info_t info{};
+    if (H5Lget_info(location, name, &info, H5P_DEFAULT) < 0) invalid_with_detail({}, "cannot read link " + shown);
+    if (info.type == H5L_TYPE_HARD) return;
+    const char* kind = info.type == H5L_TYPE_SOFT ? "a soft link" : info.type == H5L_TYPE_EXTERNAL ? "an external link" : "a user-defined link";
+    invalid({}, shown + " is " + kind + ", not an object stored in the file; links are not followed");
   }
 
   std::string link_name(hsize_t index) const {

@@ -3,9 +3,11 @@
 #include <yaml-cpp/yaml.h>
 
 #include <fstream>
+#include <map>
 #include <set>
 #include <sstream>
 
+#include "io/input_file.h"
 #include "kernels/core/error.h"
 
 namespace sdc::io {
@@ -15,19 +17,34 @@ int line_of(const YAML::Node& node) { return node.Mark().line + 1; }
 
 class Problems {
  public:
-  explicit Problems(std::filesystem::path path) : path_(std::move(path)) {}
+  explicit Problems(std::vector<std::string>& lines) : lines_(lines) {}
   void add(int line, const std::string& what) { lines_.push_back("line " + std::to_string(line) + ": " + what); }
   bool empty() const { return lines_.empty(); }
-  [[noreturn]] void raise() const {
-    std::string message = path_.string() + ": " + std::to_string(lines_.size()) + " problem" +
-                          (lines_.size() == 1 ? "" : "s") + " in the job file:";
-    for (const auto& line : lines_) message += "\n  " + line;
-    throw InvalidJob(message);
+
+ private:
+  std::vector<std::string>& lines_;
+};
+
+[[noreturn]] void raise_problems(const std::filesystem::path& path, const std::vector<std::string>& lines) {
+  std::string message = path.string() + ": " + std::to_string(lines.size()) + " problem" + (lines.size() == 1 ? "" : "s") +
+                        " in the job file:";
+  for (const auto& line : lines) message += "\n  " + line;
+  throw InvalidJob(message);
+}
+
+/// YAML mappings keep a repeated key as two entries; a job names each key once.
+class SeenKeys {
+ public:
+  /// False (and a problem naming both lines) when `key` was seen before in this mapping.
+  bool first(const std::string& key, int line, const std::string& where, Problems& problems) {
+    const auto [it, inserted] = lines_.emplace(key, line);
+    if (!inserted)
+      problems.add(line, where + "key '" + key + "' is given twice (first on line " + std::to_string(it->second) + ")");
+    return inserted;
   }
 
  private:
-  std::filesystem::path path_;
-  std::vector<std::string> lines_;
+  std::map<std::string, int> lines_;
 };
 
 std::optional<std::string> scalar(const YAML::Node& node) {
@@ -49,10 +66,12 @@ JobStep read_step(const YAML::Node& node, std::size_t index, Problems& problems)
     problems.add(step.line, "step " + std::to_string(index + 1) + " is not a mapping of keys to values");
     return step;
   }
+  SeenKeys seen;
   for (const auto& entry : node) {
     const std::string key = entry.first.as<std::string>();
     const YAML::Node& value = entry.second;
     const int line = line_of(entry.first);
+    if (!seen.first(key, line, "step " + std::to_string(index + 1) + ": ", problems)) continue;
     if (key == "method" || key == "name") {
       const auto text = scalar(value);
       if (!text || text->empty()) {
@@ -104,31 +123,27 @@ JobStep read_step(const YAML::Node& node, std::size_t index, Problems& problems)
 
 }  // namespace
 
-JobFile load_job_file(const std::filesystem::path& path) {
-  std::ifstream in(path);
-  if (!in) throw IoError(path.string() + ": cannot open job file");
-  std::stringstream content;
-  content << in.rdbuf();
-
+JobFile read_job_file(const std::filesystem::path& path, std::vector<std::string>& found) {
+  const std::string content = read_input_file(path, "job file", kMaxTextInputBytes);
   YAML::Node root;
   try {
-    root = YAML::Load(content.str());
+    root = YAML::Load(content);
   } catch (const YAML::Exception& e) {
     throw InvalidJob(path.string() + ": line " + std::to_string(e.mark.line + 1) + ": not valid YAML (" + e.msg + ")");
   }
-  Problems problems(path);
   JobFile job;
   job.path = path;
-  if (!root.IsMap()) {
-    problems.add(1, "a job file is a mapping with 'version' and 'steps'");
-    problems.raise();
-  }
+  if (!root.IsMap()) raise_problems(path, {"line 1: a job file is a mapping with 'version' and 'steps'"});
+  const std::size_t known = found.size();
+  Problems problems(found);
 
   bool has_version = false;
+  SeenKeys seen;
   for (const auto& entry : root) {
     const std::string key = entry.first.as<std::string>();
     const YAML::Node& value = entry.second;
     const int line = line_of(entry.first);
+    if (!seen.first(key, line, "", problems)) continue;
     const auto path_value = [&](std::optional<std::filesystem::path>& out) {
       if (const auto text = scalar(value); text && !text->empty()) out = *text;
       else problems.add(line, "'" + key + "' must be a path");
@@ -161,11 +176,17 @@ JobFile load_job_file(const std::filesystem::path& path) {
     }
   }
   if (!has_version) problems.add(1, "'version: " + std::to_string(kJobFormatVersion) + "' is missing");
-  if (job.steps.empty() && problems.empty()) problems.add(1, "'steps' is missing");
+  if (job.steps.empty() && found.size() == known) problems.add(1, "'steps' is missing");
   std::set<std::string> names;
   for (const auto& step : job.steps)
     if (!names.insert(step.name).second) problems.add(step.line, "two steps are named '" + step.name + "'");
-  if (!problems.empty()) problems.raise();
+  return job;
+}
+
+JobFile load_job_file(const std::filesystem::path& path) {
+  std::vector<std::string> problems;
+  JobFile job = read_job_file(path, problems);
+  if (!problems.empty()) raise_problems(path, problems);
   return job;
 }
 

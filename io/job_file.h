@@ -42,9 +42,13 @@ struct JobFile {
   std::vector<JobStep> steps;
 };
 
-/// Reads a job file. Collects every structural problem (unknown top-level keys, wrong types, a step
-/// without a method, duplicate step names, a nested value that is neither scalar nor list) and throws
-/// one InvalidJob listing them all, each with its line. Missing file: IoError.
+/// Reads a job file and adds every structural problem to `problems` ("line N: ..."): unknown
+/// top-level keys, keys given twice, wrong types, a step without a method, duplicate step names, a
+/// nested value that is neither scalar nor list. The job checker adds its own and lists them all at
+/// once. Throws InvalidJob when the file is not YAML or not a mapping, IoError when it cannot be read.
+JobFile read_job_file(const std::filesystem::path& path, std::vector<std::string>& problems);
+
+/// As read_job_file(), throwing one InvalidJob that lists the problems.
 JobFile load_job_file(const std::filesystem::path& path);
 
 }  // namespace sdc::io

@@ -11,6 +11,7 @@
 #include <set>
 #include <sstream>
 
+#include "io/input_file.h"
 #include "kernels/core/error.h"
 
 namespace sdc::io {
@@ -245,15 +246,7 @@ Schema parse_schema(std::string_view yaml, const std::filesystem::path& source) 
 }
 
 Schema load_schema(const std::filesystem::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    const int error = errno;
-    throw IoError(path.string() + ": cannot read schema: " + std::strerror(error));
-  }
-  std::ostringstream text;
-  text << in.rdbuf();
-  if (in.bad()) throw IoError(path.string() + ": cannot read schema");
-  return parse_schema(text.str(), path);
+  return parse_schema(read_input_file(path, "schema", kMaxTextInputBytes), path);
 }
 
 std::string schema_to_yaml(const Schema& schema, bool with_levels) {

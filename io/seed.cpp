@@ -27,7 +27,8 @@ std::string trim(const std::string& text) {
 }
 
 std::string read_seed_file(const std::filesystem::path& path) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+  // O_NONBLOCK: a FIFO named as the seed file is refused below instead of blocking the open.
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
   if (fd < 0) {
     const int error = errno;
     throw IoError(path.string() + ": cannot open seed file: " + std::strerror(error));

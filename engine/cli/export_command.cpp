@@ -19,19 +19,18 @@ class ExportCommand final : public Command {
   CLI::App* add_to(CLI::App& parent) override {
     app_ = parent.add_subcommand("export",
                                  "export an HDF5 table to CSV (gzip-compressed for an output name ending in .gz)");
-    add_input_option(*app_, input_);
-    add_output_option(*app_, output_);
+    add_input_option(*app_, paths_, input_);
+    add_output_option(*app_, paths_, output_);
     add_variable_list_option(*app_, "--variables", variables_, "variables to export, in this order (default: all)")
         ->allow_extra_args(false);
     app_->add_flag("--codes", codes_, "write categorical codes (0..L-1) instead of level labels");
-    add_report_option(*app_, report_);
+    add_report_option(*app_, paths_, report_);
     app_->add_option("--delimiter", delimiter_, "field delimiter: one character, or 'tab' (default ',')")
         ->type_name("C");
     return app_;
   }
 
   void run(const RunContext& context) override {
-    io::ensure_output_is_not_an_input(output_, {input_});
     io::CsvExportOptions options;
     options.codes = codes_;
     if (delimiter_) options.delimiter = io::parse_delimiter(*delimiter_);

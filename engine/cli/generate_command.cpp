@@ -70,23 +70,25 @@ class GenerateCommand final : public Command {
     generate->require_subcommand(1);
     seed_ = generate->add_subcommand(
         "seed", "write a new random 64-bit seed to an owner-only file (the file is the key to every random draw)");
-    add_output_option(*seed_, seed_output_);
-    add_report_option(*seed_, seed_report_);
+    add_output_option(*seed_, paths_, seed_output_);
+    add_report_option(*seed_, paths_, seed_report_);
+    seed_->add_flag("--force", seed_force_,
+                    "replace an existing seed file (every release made with the old seed becomes irreproducible)");
 
     census_ = generate->add_subcommand(
         "census", "a synthetic census (or household sample) of persons in households in a 4-level geography "
                   "(docs/generator.md)");
     census_->add_option("--households", census_flags_.households, "households of the census, numbered 1..N")
         ->required()
-        ->check(CLI::PositiveNumber)
+        ->check(whole_number_in(1, kMaxCount))
         ->type_name("N");
     census_->add_option("--sample-fraction", census_flags_.sample_fraction,
                         "draw a household sample of this expected fraction (0 < F <= 1), stratified by nuts2, "
                         "with design weights; without it, the full census (weight 1)")
         ->type_name("F");
-    add_seed_option(*census_, census_flags_.seed_file);
-    add_output_option(*census_, census_flags_.output);
-    add_report_option(*census_, census_flags_.report);
+    add_seed_option(*census_, paths_, census_flags_.seed_file);
+    add_output_option(*census_, paths_, census_flags_.output);
+    add_report_option(*census_, paths_, census_flags_.report);
     census_->add_option("--filters", census_flags_.filters,
                         "HDF5 filters of the output: none, shuffle, deflate=N or shuffle,deflate=N");
     return generate;
@@ -111,6 +113,11 @@ class GenerateCommand final : public Command {
 
  private:
   void run_seed(const RunContext& context) {
+    std::error_code error;
+    if (!seed_force_ && std::filesystem::symlink_status(seed_output_, error).type() != std::filesystem::file_type::not_found)
+      throw UsageError("--output '" + seed_output_.string() +
+                       "' already exists: a seed is the key to every release made with it, and replacing it makes them "
+                       "irreproducible; give --force to replace it");
     RunReport report(context);
     StepRecord& step = report.add_step("generate seed");
     StepTimer timer(step);
@@ -128,7 +135,6 @@ class GenerateCommand final : public Command {
     const auto comm = distributed::Communicator::world();
     if (flags.sample_fraction && !(*flags.sample_fraction > 0.0 && *flags.sample_fraction <= 1.0))
       throw UsageError("--sample-fraction must lie in (0, 1] (run 'sdc generate census --help')");
-    if (flags.seed_file) io::ensure_output_is_not_an_input(flags.output, {*flags.seed_file});
     const io::Seed seed = io::require_seed(flags.seed_file, "generate census");
     io::Hdf5WriteOptions write_options = data_output_options(context, flags.filters);
 
@@ -184,6 +190,7 @@ class GenerateCommand final : public Command {
 
   CLI::App* seed_ = nullptr;
   std::filesystem::path seed_output_;
+  bool seed_force_ = false;
   std::optional<std::filesystem::path> seed_report_;
 
   CLI::App* census_ = nullptr;

@@ -10,6 +10,8 @@
 #include <cstring>
 #include <iostream>
 
+#include <limits>
+
 #include "engine/cli/commands.h"
 #include "engine/report/run_report.h"
 #include "io/csv.h"
@@ -53,11 +55,12 @@ class ImportCommand final : public Command {
   CLI::App* add_to(CLI::App& parent) override {
     app_ = parent.add_subcommand(
         "import", "import a CSV file (plain or gzip) into the HDF5 format, with an inferred or given schema");
-    add_input_option(*app_, input_);
-    add_output_option(*app_, output_);
+    add_input_option(*app_, paths_, input_);
+    add_output_option(*app_, paths_, output_);
     app_->add_option("--schema", schema_,
                      "YAML schema of the variables (docs/schema.md); without it, types are inferred")
         ->type_name("FILE.yaml");
+    paths_.reads("--schema", schema_);
     app_->add_option("--role", roles_,
                      "give variables a role: identifier, household, geography (listed coarsest first: levels 1..L), "
                      "key, continuous, weight, sensitive, other; repeatable")
@@ -68,14 +71,17 @@ class ImportCommand final : public Command {
         ->type_name("VAR=TYPE");
     app_->add_option("--save-schema", save_schema_, "write the schema applied, with its levels, to FILE.yaml")
         ->type_name("FILE.yaml");
+    paths_.writes("--save-schema", save_schema_);
     app_->add_option("--filters", filters_,
                      "HDF5 filters: none, shuffle, deflate=N (1..9) or shuffle,deflate=N (default shuffle,deflate=1)")
         ->type_name("SPEC");
-    app_->add_option("--chunk-rows", chunk_rows_, "rows per HDF5 chunk")->check(CLI::PositiveNumber)->type_name("N");
-    add_report_option(*app_, report_);
+    app_->add_option("--chunk-rows", chunk_rows_, "rows per HDF5 chunk")
+        ->check(whole_number_in(1, io::kMaxChunkRows))
+        ->type_name("N");
+    add_report_option(*app_, paths_, report_);
     app_->add_option("--max-categorical-levels", max_levels_,
                      "inference: an integer column with at most N distinct values is categorical (default 1000)")
-        ->check(CLI::NonNegativeNumber)
+        ->check(whole_number_in(0, std::numeric_limits<std::int32_t>::max()))
         ->type_name("N");
     app_->add_option("--delimiter", delimiter_, "field delimiter: one character, or 'tab' (default ',')")
         ->type_name("C");
@@ -84,16 +90,6 @@ class ImportCommand final : public Command {
 
   void run(const RunContext& context) override {
     // Everything the command line can get wrong is checked before the file is read.
-    io::ensure_output_is_not_an_input(output_, {input_});
-    if (save_schema_) {
-      std::error_code schema_error, output_error;
-      const auto schema_path = std::filesystem::weakly_canonical(*save_schema_, schema_error);
-      const auto output_path = std::filesystem::weakly_canonical(output_, output_error);
-      if (!schema_error && !output_error && schema_path == output_path)
-        throw UsageError("--save-schema '" + save_schema_->string() + "' is the --output file; choose another path");
-      io::ensure_output_is_not_an_input(*save_schema_, {input_, output_});
-      if (schema_) io::ensure_output_is_not_an_input(*save_schema_, {*schema_});
-    }
     io::CsvImportOptions options;
     for (const auto& text : roles_) io::add_role_assignment(options, text);
     for (const auto& text : types_) io::add_type_assignment(options, text);

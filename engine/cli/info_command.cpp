@@ -127,7 +127,7 @@ class InfoCommand final : public Command {
         "info",
         "describe an sdc-engine HDF5 file: rows, provenance, and per variable its type, role, levels and missing "
         "count; reads and validates every value");
-    add_input_option(*info, input_);
+    add_input_option(*info, paths_, input_);
     info->add_flag("--digest", digest_,
                    "also print the content digest (SHA-256 of names, metadata and values; independent of chunking "
                    "and compression)");

@@ -18,12 +18,15 @@
 #include "engine/cli/command.h"
 #include "engine/logging.h"
 #include "io/atomic_output.h"
+#include "io/path_safety.h"
 #include "kernels/core/error.h"
 #include "sdc/version.h"
 
 namespace {
 
 int fail(sdc::ExitCode code, const std::string& message) {
+  // A failed run leaves nothing: outputs it committed before failing go too.
+  sdc::io::remove_committed_outputs();
   if (spdlog::default_logger_raw() != nullptr) spdlog::default_logger_raw()->flush();
   std::fprintf(stderr, "sdc: error: %s\n", message.c_str());
   return static_cast<int>(code);
@@ -91,11 +94,16 @@ int main(int argc, char** argv) {
 
   engine::GlobalOptions global;
   app.add_option("--threads", global.threads, "worker threads per process (0 = one per core)")
-      ->check(CLI::NonNegativeNumber);
+      ->check(engine::whole_number_in(0, engine::kMaxThreads));
   app.add_option("--log-level", global.log_level, "trace, debug, info, warn, error, critical or off");
   app.add_option("--log-file", global.log_file, "also write the log to FILE (owner-only unless --permissions)");
   app.add_flag("--progress", global.progress,
                "report progress of long steps on stderr even when it is not a terminal (a terminal always gets it)");
+  app.add_option("--report-min-count", global.report_min_count,
+                 "reports show a positive count of the original data below N as '< N' and print no label carried by "
+                 "fewer records (default 3; 1 shows every count)")
+      ->check(engine::whole_number_in(1, engine::kMaxCount))
+      ->type_name("N");
   app.add_option("--permissions", global.permissions,
                  "octal mode of outputs, reports and logs (default 0600: census microdata are confidential)");
 
@@ -118,14 +126,19 @@ int main(int argc, char** argv) {
     return fail(ExitCode::kUsage, std::string(e.what()) + " (run 'sdc --help' or 'sdc COMMAND --help')");
   }
 
+  if (const auto repeated = engine::repeated_list_items(app); !repeated.empty()) {
+    if (comm.rank() != 0) return static_cast<int>(ExitCode::kUsage);
+    return fail(ExitCode::kUsage, repeated.front());
+  }
+
   try {
     engine::RunContext context;
     context.argv.assign(argv, argv + argc);
     context.ranks = comm.size();
     context.progress = global.progress;
+    context.report_min_count = global.report_min_count;
     context.permissions = io::parse_permissions(global.permissions);
-    engine::configure_logging(global.log_level, comm.is_coordinator() ? global.log_file : std::nullopt,
-                              context.permissions);
+    engine::configure_logging(global.log_level);
     // Progress and summaries come from the coordinator; other ranks speak only of problems.
     if (!comm.is_coordinator() && spdlog::get_level() < spdlog::level::warn) spdlog::set_level(spdlog::level::warn);
 
@@ -135,6 +148,14 @@ int main(int argc, char** argv) {
 
     for (auto& [sub, command] : commands) {
       if (sub->parsed()) {
+        // One rule for every command and job, before anything is opened for writing.
+        std::vector<io::PathUse> paths = command->path_uses();
+        if (global.log_file) paths.push_back({"--log-file", *global.log_file, io::PathAccess::kWrite, io::kWholeRunStage});
+        io::check_path_safety(paths);
+        for (const io::PathUse& use : paths)
+          if (use.access == io::PathAccess::kWrite && use.stage == 0) io::ensure_output_directory_writable(use.path);
+        if (global.log_file && comm.is_coordinator()) engine::add_log_file(*global.log_file, context.permissions);
+        context.paths = std::move(paths);
         command->run(context);
         spdlog::default_logger_raw()->flush();
         return static_cast<int>(ExitCode::kOk);

@@ -22,6 +22,8 @@
 #include "engine/partitioned_table.h"
 #include "engine/table_step.h"
 #include "engine/report/run_report.h"
+#include "engine/report/small_counts.h"
+#include "io/input_file.h"
 #include "io/seed.h"
 #include "io/sha256.h"
 #include "kernels/core/error.h"
@@ -144,8 +146,7 @@ std::vector<std::string> split_csv_line(const std::string& line) {
 /// start with the original category; labels are the variable's levels, each once, in any order.
 /// Returns the matrix in the variable's level order. Errors name the file, the line and the label.
 PramMatrix read_matrix_file(const std::filesystem::path& path, const VariableInfo& variable, std::optional<double> tolerance) {
-  std::ifstream in(path);
-  if (!in) throw IoError("--matrix-file " + path.string() + ": cannot open the file");
+  std::istringstream in(io::read_input_file(path, "--matrix-file", io::kMaxTextInputBytes));
   const std::string where = path.string();
   const auto& levels = variable.levels;
   const auto k = static_cast<Eigen::Index>(levels.size());
@@ -237,9 +238,9 @@ class PramCommand final : public Command {
     auto* app = parent.add_subcommand(
         "pram", "post-randomisation (PRAM) of categorical variables: each record's category is redrawn from a row of "
                 "a transition matrix (docs/pram.md)");
-    add_input_option(*app, options_.input);
-    add_output_option(*app, options_.output);
-    add_report_option(*app, options_.report);
+    add_input_option(*app, paths_, options_.input);
+    add_output_option(*app, paths_, options_.output);
+    add_report_option(*app, paths_, options_.report);
     add_variable_list_option(*app, "--variables", options_.variables, "categorical variables to PRAM")->required();
     add_variable_list_option(*app, "--strata", options_.strata,
                              "categorical stratum variables: one matrix per combination of their values (a missing "
@@ -264,6 +265,16 @@ class PramCommand final : public Command {
         ->delimiter(',')
         ->allow_extra_args(false)
         ->type_name("VAR=FILE[,VAR=FILE...]");
+    paths_.declare("--output's checkpoint", io::PathAccess::kWrite, [this] {
+      return options_.output.empty() ? std::vector<std::filesystem::path>{}
+                                     : std::vector<std::filesystem::path>{checkpoint_path(options_.output)};
+    });
+    paths_.declare("--matrix-file", io::PathAccess::kRead, [this] {
+      std::vector<std::filesystem::path> files;
+      for (const auto& entry : options_.matrix_files)
+        if (const auto equals = entry.find('='); equals != std::string::npos) files.emplace_back(entry.substr(equals + 1));
+      return files;
+    });
     app->add_option("--matrix-tolerance", options_.matrix_tolerance,
                     "largest |row sum - 1| of a user matrix (default: K x 2.2e-16 for K categories)")
         ->check(CLI::PositiveNumber)
@@ -276,7 +287,7 @@ class PramCommand final : public Command {
                     "risk is at most count / tau")
         ->check(CLI::PositiveNumber)
         ->type_name("TAU");
-    add_seed_option(*app, options_.seed_file);
+    add_seed_option(*app, paths_, options_.seed_file);
     app->add_option("--filters", options_.filters, "HDF5 filters of the output: none, shuffle, deflate=N or shuffle,deflate=N");
     app->add_flag("--resume", options_.resume,
                   "skip the step when the output exists and was made from the same input, parameters and seed");
@@ -286,10 +297,6 @@ class PramCommand final : public Command {
   void run(const RunContext& context) override {
     const auto comm = distributed::Communicator::world();
     const ParsedFlags flags = parse_flags();
-    std::vector<std::filesystem::path> inputs{options_.input};
-    for (const auto& [name, file] : flags.matrix_files) inputs.emplace_back(file);
-    if (options_.seed_file) inputs.push_back(*options_.seed_file);
-    io::ensure_output_is_not_an_input(options_.output, inputs);
     io::ensure_output_directory_writable(options_.output);
     io::Hdf5WriteOptions write_options = data_output_options(context, options_.filters);
     const io::Seed seed = io::require_seed(options_.seed_file, "pram");
@@ -303,18 +310,16 @@ class PramCommand final : public Command {
     // A user matrix is a parameter: its content, not only its path, identifies the step.
     nlohmann::json identity = step.parameters;
     for (const auto& [name, file] : flags.matrix_files) {
-      std::ifstream in(file, std::ios::binary);
-      std::ostringstream bytes;
-      bytes << in.rdbuf();
-      identity["matrix-file-sha256"][name] = io::sha256_hex(bytes.str());
+      identity["matrix-file-sha256"][name] = io::sha256_hex(io::read_input_file(file, "--matrix-file", io::kMaxTextInputBytes));
     }
     PhaseClock clock("pram", comm.is_coordinator());
     OpenedTable opened = open_table_step(comm, context, options_.input, std::nullopt,
                                          {"", "pram", identity, {StepId::kPramMatrix, StepId::kPram}, seed.fingerprint()},
-                                         write_options, clock);
+                                         write_options, clock, OutputRelease::kMasked);
     if (auto earlier = resumable_step_results(comm, options_.resume, options_.output, opened.fingerprint)) {
       timer.stop();
       record_resumed_step(step, std::move(*earlier));
+      report.add_output(checkpoint_path(options_.output), "checkpoint");
       finish_table_step(comm, report, options_.input, opened, options_.output, options_.report);
       return;
     }
@@ -348,14 +353,14 @@ class PramCommand final : public Command {
         user = read_matrix_file(it->second, info, options_.matrix_tolerance);
       std::vector<std::int32_t> released(n);
       variables.push_back(pram_variable(comm, v, info, column->codes(), user, flags, seed.value, strata, released,
-                                        changed, table.first_row_id(), step.warnings, clock));
+                                        changed, table.first_row_id(), context.report_min_count, step.warnings, clock));
       column->mutable_storage() = std::move(released);
     }
 
     const auto records_changed = comm.all_reduce_sum(
         static_cast<std::int64_t>(std::count(changed.begin(), changed.end(), std::uint8_t{1})));
-    step.results = {{"records", part.summary.row_count},
-                    {"records_changed", records_changed},
+    step.results = {{"records", reported_count(part.summary.row_count, context.report_min_count)},
+                    {"records_changed", reported_count(records_changed, context.report_min_count)},
                     {"strata", static_cast<std::int64_t>(strata.ids.size())},
                     {"strata_listed", strata.ids.size() <= kMaxListedStrata},
                     {"risk_threshold", options_.risk_threshold},
@@ -363,14 +368,15 @@ class PramCommand final : public Command {
 
     std::vector<Column> added;
     added.push_back(Column::categorical(changed_variable(), std::vector<std::int32_t>(changed.begin(), changed.end())));
-    write_options.provenance.step_results = step.results.dump();
     write_table_step_output(comm, options_.input, opened, std::move(added), options_.variables, options_.output,
                             write_options, step.warnings);
+    if (comm.is_coordinator()) write_checkpoint(options_.output, opened.fingerprint, step.results, context.permissions);
     clock.lap("write");
     timer.stop();
     if (comm.is_coordinator())
       spdlog::info("pram: {} records, {} variables, {} strata, {} records changed", part.summary.row_count,
                    options_.variables.size(), strata.ids.size(), records_changed);
+    report.add_output(checkpoint_path(options_.output), "checkpoint");
     finish_table_step(comm, report, options_.input, opened, options_.output, options_.report);
   }
 
@@ -473,7 +479,8 @@ class PramCommand final : public Command {
                                std::span<const std::int32_t> original, const std::optional<PramMatrix>& user,
                                const ParsedFlags& flags, std::uint64_t seed, const distributed::PramStrata& strata,
                                std::span<std::int32_t> released, std::span<std::uint8_t> changed,
-                               std::int64_t first_row_id, std::vector<std::string>& warnings, PhaseClock& clock) const {
+                               std::int64_t first_row_id, std::int64_t min_count, std::vector<std::string>& warnings,
+                               PhaseClock& clock) const {
     const auto k = static_cast<std::int32_t>(info.levels.size());
     const auto kk = static_cast<std::size_t>(k);
     const std::size_t strata_count = strata.ids.size();
@@ -512,6 +519,7 @@ class PramCommand final : public Command {
                          "and its variance are not computed above " + std::to_string(kMaxEstimatedCategories));
     std::int64_t rare = 0;
     std::int64_t rare_safe = 0;
+    std::int64_t strata_withheld = 0;
     nlohmann::json strata_json = nlohmann::json::array();
     for (std::size_t s = 0; s < strata_count; ++s) {
       const auto t = stratum_counts(before, s);
@@ -546,25 +554,27 @@ class PramCommand final : public Command {
         risk_json.push_back(number_or_null(risk.risk[c]));
         if (!risk.rare[c]) continue;
         ++rare;
-        if (risk.safe[c]) {
-          ++rare_safe;
-          safe_json.push_back(info.levels[c]);
-        } else {
-          unsafe_json.push_back(info.levels[c]);
-        }
+        if (risk.safe[c]) ++rare_safe;
+        if (label_may_be_printed(t[c], min_count)) (risk.safe[c] ? safe_json : unsafe_json).push_back(info.levels[c]);
       }
       if (strata_count > kMaxListedStrata) continue;
+      std::int64_t records = 0;
+      for (std::int64_t c : t) records += c;
+      // A stratum of fewer records than the small-count rule allows is not listed: its labels would
+      // name the few records that carry them.
+      if (!label_may_be_printed(records, min_count)) {
+        ++strata_withheld;
+        continue;
+      }
       nlohmann::json values = nlohmann::json::array();
       const auto codes = distributed::pram_stratum_codes(strata.ids[s], std::span<const std::int32_t>(stratum_levels_));
       for (std::size_t j = 0; j < codes.size(); ++j)
         values.push_back(codes[j] < 0 ? nlohmann::json(nullptr) : nlohmann::json(stratum_labels_[j][static_cast<std::size_t>(codes[j])]));
-      std::int64_t records = 0;
-      for (std::int64_t c : t) records += c;
       strata_json.push_back({{"values", std::move(values)},
-                             {"records", records},
-                             {"records_changed", changes[s]},
-                             {"counts_before", std::vector<std::int64_t>(t.begin(), t.end())},
-                             {"counts_after", std::vector<std::int64_t>(x.begin(), x.end())},
+                             {"records", reported_count(records, min_count)},
+                             {"records_changed", reported_count(changes[s], min_count)},
+                             {"counts_before", reported_counts(t, min_count)},
+                             {"counts_after", reported_counts(x, min_count)},
                              {"p", matrix_json(listed_p[s])},
                              {"drawn", matrix_json(drawn[s])},
                              {"p_diagonal", diagonal_json(listed_p[s])},
@@ -610,17 +620,18 @@ class PramCommand final : public Command {
         {"invariant", reference || options_.invariant},
         {"alpha", reference || options_.invariant ? nlohmann::json(options_.alpha) : nlohmann::json(nullptr)},
         {"pd", reference ? nlohmann::json(flags.pd.at(info.name)) : nlohmann::json(nullptr)},
-        {"records", records},
-        {"records_changed", changed_total},
-        {"counts_before", total_before},
-        {"counts_after", total_after},
+        {"records", reported_count(records, min_count)},
+        {"records_changed", reported_count(changed_total, min_count)},
+        {"counts_before", reported_counts(total_before, min_count)},
+        {"counts_after", reported_counts(total_after, min_count)},
         {"expected_after", std::move(expected_json)},
         {"estimate", std::move(estimate_json)},
         {"estimate_sd", std::move(sd_json)},
         {"information_loss", std::move(loss_json)},
         {"rare_cells", rare},
         {"rare_safe_cells", rare_safe},
-        {"strata", std::move(strata_json)}};
+        {"strata", std::move(strata_json)},
+        {"strata_withheld", strata_withheld}};
     if (user) entry["matrix_file"] = flags.matrix_files.at(info.name).string();
     clock.lap(info.name + ": counts after, estimates and risk");
     return entry;

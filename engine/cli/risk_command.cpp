@@ -95,10 +95,12 @@ KeyColumns key_columns(const Table& table, const std::vector<std::string>& names
 void check_weights(const Table& table, const std::string& name) {
   const auto values = table.require(name, VariableType::kContinuous).values();
   for (std::size_t i = 0; i < values.size(); ++i) {
-    if (std::isnan(values[i]) || values[i] < 0.0)
+    if (std::isnan(values[i]) || std::isinf(values[i]) || values[i] < 0.0)
       throw InvalidInput(table.source() + ": variable '" + name + "', row id " +
                          std::to_string(table.first_row_id() + static_cast<std::int64_t>(i)) +
-                         (std::isnan(values[i]) ? ": missing weight" : ": negative weight"));
+                         (std::isnan(values[i])   ? ": missing weight"
+                          : std::isinf(values[i]) ? ": infinite weight"
+                                                  : ": negative weight"));
   }
 }
 
@@ -144,9 +146,9 @@ class RiskCommand final : public Command {
     auto* app = parent.add_subcommand(
         "risk", "disclosure risk of key variables: fk, fk_weighted (Fk), k-anonymity, individual, household and "
                 "global risk, l-diversity");
-    add_input_option(*app, options_.input);
-    add_output_option(*app, options_.output);
-    add_report_option(*app, options_.report);
+    add_input_option(*app, paths_, options_.input);
+    add_output_option(*app, paths_, options_.output);
+    add_report_option(*app, paths_, options_.report);
     add_variable_list_option(*app, "--keys", options_.keys, "categorical key variables (quasi-identifiers)")->required();
     app->add_option("--weight", options_.weight,
                     "sampling weight variable; without it fk_weighted equals fk and the individual risk is 1/fk")
@@ -156,7 +158,7 @@ class RiskCommand final : public Command {
                     "adds the household risk")
         ->type_name("VAR");
     app->add_option("--k-anonymity", options_.k_anonymity, "a record violates k-anonymity when its fk is below K")
-        ->check(whole_number_at_least(1))
+        ->check(whole_number_in(1, kMaxCount))
         ->type_name("K");
     const std::map<std::string, MissingKeys> missing{
         {"reject", MissingKeys::kReject}, {"category", MissingKeys::kCategory}, {"wildcard", MissingKeys::kWildcard}};
@@ -188,13 +190,13 @@ class RiskCommand final : public Command {
                              "categorical sensitive variables: l-diversity of each within the key classes");
     app->add_option("--l-diversity", options_.l_diversity,
                     "the report counts classes whose distinct l-diversity is below L")
-        ->check(whole_number_at_least(1))
+        ->check(whole_number_in(1, kMaxCount))
         ->type_name("L");
     app->add_option("--l-recursion-constant", options_.l_recursion_constant, "c of recursive (c,l)-diversity")
         ->check(CLI::PositiveNumber)
         ->type_name("C");
-    for (auto& measure : measures_) measure->add_options(*app);
-    add_seed_option(*app, options_.seed_file);
+    for (auto& measure : measures_) measure->add_options(*app, paths_);
+    add_seed_option(*app, paths_, options_.seed_file);
     app->add_option("--filters", options_.filters, "HDF5 filters of the output: none, shuffle, deflate=N or shuffle,deflate=N");
     app->add_flag("--resume", options_.resume,
                   "skip the step when the output exists and was made from the same input, parameters and seed");
@@ -203,7 +205,6 @@ class RiskCommand final : public Command {
 
   void run(const RunContext& context) override {
     const auto comm = distributed::Communicator::world();
-    io::ensure_output_is_not_an_input(options_.output, {options_.input});
     io::ensure_output_directory_writable(options_.output);
     io::Hdf5WriteOptions write_options = data_output_options(context, options_.filters);
     std::vector<std::string> problems;
@@ -215,7 +216,6 @@ class RiskCommand final : public Command {
         for (StepId id : measure->draws()) draws.push_back(id);
     std::optional<io::Seed> seed;
     if (!draws.empty()) {
-      if (options_.seed_file) io::ensure_output_is_not_an_input(options_.output, {*options_.seed_file});
       seed = io::require_seed(options_.seed_file, "risk");
     }
 
@@ -361,7 +361,8 @@ class RiskCommand final : public Command {
                                       .seed = seed ? std::optional<std::uint64_t>(seed->value) : std::nullopt,
                                       .individual_risk_options = risk_options,
                                       .k_anonymity = options_.k_anonymity,
-                                      .weight_name = options_.weight};
+                                      .weight_name = options_.weight,
+                                      .report_min_count = context.report_min_count};
     for (auto& measure : measures_) {
       if (!measure->enabled()) continue;
       RiskMeasureOutput output;
@@ -531,15 +532,16 @@ class RiskCommand final : public Command {
                                        : std::numeric_limits<std::int64_t>::max();
     const std::int64_t first_row = comm.all_reduce_min(local_row);
     if (first_row == std::numeric_limits<std::int64_t>::max()) return;
-    std::string detail = "its class";
-    if (individual.invalid_class && local_row == first_row) {
-      const std::size_t i = *individual.invalid_class;
-      detail = "its class (fk = " + std::to_string(static_cast<std::int64_t>(records.fk[i])) + ")";
-    }
-    throw InvalidInput(options_.input.string() + ": variable '" + options_.weight.value_or("weight") + "', row id " +
-                       std::to_string(first_row) + ": " + detail +
-                       " has a weighted count below its sample count (weights below 1), which the individual risk "
-                       "model cannot take; give --mode compat to compute it as sdcMicro does");
+    // The message names the row, never its class's size: a class of one would reveal a sample unique.
+    const bool overflow = individual.invalid_class && local_row == first_row &&
+                          !std::isfinite(records.fk_weighted[*individual.invalid_class]);
+    const std::string where = options_.input.string() + ": variable '" + options_.weight.value_or("weight") +
+                              "', row id " + std::to_string(first_row) + ": ";
+    if (overflow)
+      throw InvalidInput(where + "the weights of its class add up to more than the largest floating-point number "
+                                 "(about 1.8e308); sampling weights are far smaller");
+    throw InvalidInput(where + "its class has a weighted count below its sample count (weights below 1), which the "
+                               "individual risk model cannot take; give --mode compat to compute it as sdcMicro does");
   }
 
   /// Collective: native mode warns about classes that get risk 0 by the reference's non-integer quirk.

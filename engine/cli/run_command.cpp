@@ -21,11 +21,20 @@ class RunCommand final : public Command {
     return app;
   }
 
-  void run(const RunContext& context) override { run_job(job_file_, overrides_, context); }
+  /// Plans the job (its checks come first) and names every file it reads and writes.
+  std::vector<io::PathUse> path_uses() override { return planned().path_uses(); }
+
+  void run(const RunContext& context) override { planned().run(context); }
 
  private:
+  const PlannedJob& planned() {
+    if (!job_) job_ = std::make_unique<PlannedJob>(job_file_, overrides_);
+    return *job_;
+  }
+
   std::filesystem::path job_file_;
   JobOverrides overrides_;
+  std::unique_ptr<PlannedJob> job_;
 };
 
 }  // namespace

@@ -92,12 +92,12 @@ constexpr std::int64_t kNoRow = std::numeric_limits<std::int64_t>::max();
 
 class BootstrapMeasure final : public RiskMeasure {
  public:
-  void add_options(CLI::App& app) override {
+  void add_options(CLI::App& app, PathFlags&) override {
     app_ = &app;
     auto* bootstrap = app.add_option("--bootstrap", replicates_,
                                      "bootstrap B replicates of the global risk, expected re-identifications, sample "
                                      "uniques and records below k (needs a seed)")
-                          ->check(whole_number_at_least(2))
+                          ->check(whole_number_in(2, kMaxBootstrapReplicates))
                           ->type_name("B");
     const std::map<std::string, Design> designs{{"poisson", Design::kPoisson},
                                                 {"multinomial", Design::kMultinomial},

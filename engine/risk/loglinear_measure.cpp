@@ -220,7 +220,7 @@ struct FittedModel {
 
 class LogLinearMeasure final : public RiskMeasure {
  public:
-  void add_options(CLI::App& app) override {
+  void add_options(CLI::App& app, PathFlags&) override {
     app.add_option("--loglinear", model_,
                    "log-linear model risk tau1, tau2 of the sample uniques (Skinner-Holmes): independence, two-way "
                    "or generators of key names such as sex*age+age*marstat")
@@ -244,7 +244,7 @@ class LogLinearMeasure final : public RiskMeasure {
     app.add_option("--loglinear-bootstrap", bootstrap_,
                    "parametric bootstrap of tau1 and tau2 with B replicates (f* drawn from the fitted model and "
                    "refitted); needs --loglinear-sampling-fraction and a seed")
-        ->check(whole_number_at_least(1))
+        ->check(whole_number_in(1, kMaxBootstrapReplicates))
         ->type_name("B");
     app.add_option("--loglinear-confidence", confidence_, "confidence level of the bootstrap intervals (default 0.95)")
         ->check(CLI::Range(std::nextafter(0.0, 1.0), std::nextafter(1.0, 0.0)))

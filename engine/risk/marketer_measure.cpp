@@ -19,12 +19,13 @@ constexpr const char* kExternalCount = "fk_external";
 
 class MarketerMeasure final : public RiskMeasure {
  public:
-  void add_options(CLI::App& app) override {
+  void add_options(CLI::App& app, PathFlags& paths) override {
     app.add_option("--external", external_,
                    "external identification file (sdc HDF5) holding the key variables: the marketer risks IM, CEM, "
                    "OREM and AREM of the input against it, and the column fk_external")
         ->check(CLI::ExistingFile)
         ->type_name("FILE");
+    paths.reads("--external", external_);
   }
   bool enabled() const override { return external_.has_value(); }
   nlohmann::json parameters() const override { return {{"external", external_->string()}}; }

@@ -52,7 +52,7 @@ const char* out_of_range_name(OutOfRangeCells policy) {
 
 class NbSmoothingMeasure final : public RiskMeasure {
  public:
-  void add_options(CLI::App& app) override {
+  void add_options(CLI::App& app, PathFlags&) override {
     auto* enable = app.add_flag("--nb-smoothing", enabled_,
                                 "Rinott-Shlomo negative-binomial smoothing risk of the sample uniques (columns nb_risk and "
                                 "nb_expected_inverse); needs --ordinal-keys and --weight or --nb-sampling-fraction");
@@ -61,17 +61,17 @@ class NbSmoothingMeasure final : public RiskMeasure {
                              "neighbourhood of a unique varies them and holds the other keys fixed")
         ->needs(enable);
     app.add_option("--nb-radius", radius_, "with --nb-smoothing: c, the largest code distance on any ordinal key (default 2)")
-        ->check(whole_number_at_least(1))
+        ->check(whole_number_in(1, kMaxCount))
         ->type_name("C")
         ->needs(enable);
     app.add_option("--nb-l1-radius", l1_radius_,
                    "with --nb-smoothing: d, the largest sum of code distances over the ordinal keys (default: none)")
-        ->check(whole_number_at_least(1))
+        ->check(whole_number_in(1, kMaxCount))
         ->type_name("D")
         ->needs(enable);
     app.add_option("--nb-degree", degree_,
                    "with --nb-smoothing: t, the degree of the local log-mean polynomial in each ordinal key (default 2)")
-        ->check(whole_number_at_least(1))
+        ->check(whole_number_in(1, kMaxCount))
         ->type_name("T")
         ->needs(enable);
     const std::map<std::string, OutOfRangeCells> policies{{"zero", OutOfRangeCells::kIncludeAsZero},

@@ -41,6 +41,7 @@ struct RiskContext {
   const IndividualRiskOptions& individual_risk_options;  ///< as the step computed individual_risk
   std::int64_t k_anonymity;                             ///< the step's k
   const std::optional<std::string>& weight_name;        ///< the weight variable, when the step has one
+  std::int64_t report_min_count;  ///< the small-count rule of the report (engine/report/small_counts.h)
 };
 
 struct RiskMeasureOutput {
@@ -52,7 +53,8 @@ struct RiskMeasureOutput {
 class RiskMeasure {
  public:
   virtual ~RiskMeasure() = default;
-  virtual void add_options(CLI::App& app) = 0;
+  /// Adds the measure's flags to `sdc risk`, declaring in `paths` those that name files.
+  virtual void add_options(CLI::App& app, PathFlags& paths) = 0;
   /// Whether the options ask for this measure; a disabled measure adds nothing to the step.
   virtual bool enabled() const = 0;
   /// The measure's parameters, merged into the step's (they enter the step fingerprint).

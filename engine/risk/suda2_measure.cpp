@@ -9,12 +9,16 @@
 #include <string>
 
 #include "distributed/compose/suda2.h"
+#include "engine/report/small_counts.h"
 #include "engine/risk/risk_measure.h"
 #include "kernels/core/error.h"
 #include "kernels/risk/suda2.h"
 
 namespace sdc::engine {
 namespace {
+
+/// The largest key subset searched: the lattice of subsets doubles with every key.
+constexpr std::int64_t kMaxSuda2Size = 64;
 
 constexpr const char* kSudaScore = "suda_score";
 constexpr const char* kDisScore = "dis_score";
@@ -50,12 +54,12 @@ CLI::Validator fraction_in_unit_interval() {
 
 class Suda2Measure final : public RiskMeasure {
  public:
-  void add_options(CLI::App& app) override {
+  void add_options(CLI::App& app, PathFlags&) override {
     auto* enable = app.add_flag("--suda2", enabled_,
                                 "SUDA2: minimal sample uniques of the keys; adds the columns suda_score and dis_score");
     app.add_option("--suda2-max-size", max_size_,
                    "largest key subset searched for minimal sample uniques (default: the number of keys)")
-        ->check(whole_number_at_least(1))
+        ->check(whole_number_in(1, kMaxSuda2Size))
         ->type_name("S")
         ->needs(enable);
     app.add_option("--dis-fraction", options_.dis_fraction,
@@ -147,19 +151,32 @@ class Suda2Measure final : public RiskMeasure {
   }
 
  private:
-  /// Per key in --keys order: its percent of the score total, and its levels with a positive share
-  /// (in level order) with their percent of the key's total.
+  /// Collective. Per key in --keys order: its percent of the score total, and its levels with a
+  /// positive share (in level order) with their percent of the key's total. A level carried by fewer
+  /// records than the report's small-count rule allows is not named; `levels_withheld` counts them.
   static nlohmann::json contributions_json(const RiskContext& context, const Suda2Partial& total,
                                            const Suda2AttributeContributions& contributions) {
     nlohmann::json out = nlohmann::json::array();
     for (std::size_t j = 0; j < context.key_names.size(); ++j) {
       const auto& labels = context.table.require(context.key_names[j]).info().levels;
+      std::vector<std::int64_t> carried(labels.size(), 0);
+      for (const std::int32_t code : context.keys.codes[j])
+        if (code >= 0) ++carried[static_cast<std::size_t>(code)];
+      context.comm.all_reduce_sum(std::span<std::int64_t>(carried));
       nlohmann::json levels = nlohmann::json::array();
+      std::int64_t withheld = 0;
       for (std::size_t c = 0; c < labels.size(); ++c) {
         const double percent = contributions.level_percent[total.level_offsets[j] + c];
-        if (percent > 0.0) levels.push_back({{"level", labels[c]}, {"percent", percent}});
+        if (percent <= 0.0) continue;
+        if (label_may_be_printed(carried[c], context.report_min_count))
+          levels.push_back({{"level", labels[c]}, {"percent", percent}});
+        else
+          ++withheld;
       }
-      out.push_back({{"variable", context.key_names[j]}, {"percent", contributions.key_percent[j]}, {"levels", levels}});
+      out.push_back({{"variable", context.key_names[j]},
+                     {"percent", contributions.key_percent[j]},
+                     {"levels", levels},
+                     {"levels_withheld", withheld}});
     }
     return out;
   }

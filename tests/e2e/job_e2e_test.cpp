@@ -73,7 +73,7 @@ TEST_F(AJob, ListsEveryProblemTogetherBeforeRunningAnything) {
   EXPECT_EQ(result.exit_code, 4) << result.err;
   for (const char* expected : {"6 problems", "seed_file", "no-such-seed", "line 10: step 2 (risk): unknown key 'kays'",
                                "step 2 (risk): keys: variable 'nosuch' is not in the step's input",
-                               "line 13: step 3 (risk): --k-anonymity: expected a whole number >= 1",
+                               "line 13: step 3 (risk): --k-anonymity: expected a whole number from 1 to 1000000000, got 'three'",
                                "step 5 (frobnicate): unknown method 'frobnicate'"})
     EXPECT_NE(result.err.find(expected), std::string::npos) << expected << "\n" << result.err;
   // Step 4 reads fk, which step 1 adds (continuous, not categorical): a type problem, not a missing one.

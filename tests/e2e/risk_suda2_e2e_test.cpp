@@ -73,7 +73,8 @@ TEST_F(Suda2Oracle, GivesTheScoresAndDisScoresOfTheOracle) {
 
 TEST_F(Suda2Oracle, GivesTheContributionsOfEveryKeyAndLevel) {
   // Record 7 has MSUs {a} (weight 2) and {b,c} (1); key totals a 5, b 5, c 4 of a score total 8.
-  const auto [rows, results] = suda2({"--suda2-contributions"});
+  // Every level is shown (--report-min-count 1): the oracle's levels are carried by one or two records.
+  const auto [rows, results] = suda2({"--suda2-contributions", "--report-min-count", "1"});
   const auto& contributions = results["suda2"]["contributions"];
   ASSERT_EQ(contributions.size(), 3U);
   EXPECT_EQ(contributions[0]["variable"], "a");
@@ -86,6 +87,19 @@ TEST_F(Suda2Oracle, GivesTheContributionsOfEveryKeyAndLevel) {
                                                         {{"level", "3"}, {"percent", 40.0}}}));
   EXPECT_EQ(contributions[2]["levels"], (nlohmann::json{{{"level", "1"}, {"percent", 25.0}}, {{"level", "2"}, {"percent", 75.0}}}));
   expect_all_near(csv_numbers(rows, "suda_score"), {1, 2, 1, 1, 0, 0, 3}, 0);
+}
+
+TEST_F(Suda2Oracle, NamesNoLevelThatFewerRecordsThanTheReportMinimumCarry) {
+  // a = 3 and c = 2 are carried by one and two records: with the default --report-min-count 3 the
+  // report counts them instead of naming them.
+  const auto [rows, results] = suda2({"--suda2-contributions"});
+  const auto& contributions = results["suda2"]["contributions"];
+  ASSERT_EQ(contributions.size(), 3U);
+  EXPECT_EQ(contributions[0]["levels"], (nlohmann::json{{{"level", "1"}, {"percent", 40.0}}, {{"level", "2"}, {"percent", 20.0}}}));
+  EXPECT_EQ(contributions[0]["levels_withheld"], 1);
+  EXPECT_EQ(contributions[2]["levels"], (nlohmann::json{{{"level", "1"}, {"percent", 25.0}}}));
+  EXPECT_EQ(contributions[2]["levels_withheld"], 1);
+  EXPECT_EQ(contributions[0]["percent"], 62.5) << "key totals keep every level's share";
 }
 
 TEST_F(Suda2Oracle, IhsnWeightsScoreSizesByTheirShareOfSubsets) {

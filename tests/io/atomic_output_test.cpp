@@ -81,12 +81,5 @@ TEST(AnAtomicOutput, NamesThePathWhenTheDirectoryIsMissing) {
   }
 }
 
-TEST(EnsureOutputIsNotAnInput, RejectsTheSameFileUnderAnotherName) {
-  TempDir dir;
-  sdc::testing::write_text(dir / "in.csv", "a\n1\n");
-  EXPECT_THROW(ensure_output_is_not_an_input(dir / "." / "in.csv", {dir / "in.csv"}), UsageError);
-  EXPECT_NO_THROW(ensure_output_is_not_an_input(dir / "out.csv", {dir / "in.csv"}));
-}
-
 }  // namespace
 }  // namespace sdc::io

@@ -140,6 +140,15 @@ def main():
     with h5py.File(path("damaged_chunk.h5"), "r+") as f:
         f["variables/weight"].id.write_direct_chunk((CHUNK,), b"\x78\x01not a deflate stream", filter_mask=0)
 
+    # Links under /variables: a soft link to another variable, and an external link that would make a
+    # reader open a file outside the table (here /etc/passwd). Neither is followed.
+    write_table(path("soft_link.h5"), valid_columns())
+    with h5py.File(path("soft_link.h5"), "r+") as f:
+        f["variables"]["linked"] = h5py.SoftLink("/variables/region")
+    write_table(path("external_link.h5"), valid_columns())
+    with h5py.File(path("external_link.h5"), "r+") as f:
+        f["variables"]["linked"] = h5py.ExternalLink("/etc/passwd", "/x")
+
 
 if __name__ == "__main__":
     main()
