@@ -113,9 +113,7 @@ AtomicOutput::AtomicOutput(std::filesystem::path final_path, FilePermissions per
     : final_path_(std::move(final_path)), permissions_(permissions) {
   if (final_path_.empty() || !final_path_.has_filename())
     throw UsageError("output path '" + final_path_.string() + "' does not name a file");
-  std::error_code ec;
-  if (std::filesystem::is_directory(final_path_, ec))
-    throw IoError(final_path_.string() + ": cannot write output: it is a directory");
+  ensure_output_is_not_a_directory(final_path_);
   const std::filesystem::path directory = final_path_.has_parent_path() ? final_path_.parent_path() : ".";
   temp_path_ = directory / ("." + final_path_.filename().string() + "." + std::to_string(::getpid()) + ".partial");
   remove_stale_partials(directory, final_path_.filename().string());
@@ -195,6 +193,12 @@ void create_output_directories(const std::filesystem::path& directory, FilePermi
     if (error == EEXIST && std::filesystem::is_directory(made, ec)) continue;
     throw IoError(made.string() + ": cannot create output directory: " + errno_text(error));
   }
+}
+
+void ensure_output_is_not_a_directory(const std::filesystem::path& output) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(output, ec))
+    throw IoError(output.string() + ": cannot write output: it is a directory");
 }
 
 std::vector<std::filesystem::path> committed_outputs() {

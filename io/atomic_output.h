@@ -74,6 +74,9 @@ void ensure_output_directory_writable(const std::filesystem::path& output);
 /// are left as they are. Throws IoError naming the directory that cannot be made.
 void create_output_directories(const std::filesystem::path& directory, FilePermissions permissions);
 
+/// Throws IoError naming `output` when it is an existing directory.
+void ensure_output_is_not_a_directory(const std::filesystem::path& output);
+
 /// Installs handlers that remove live temporary files on SIGINT, SIGTERM and SIGHUP, then re-raise.
 void install_output_cleanup_handlers();
 

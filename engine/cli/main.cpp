@@ -152,8 +152,13 @@ int main(int argc, char** argv) {
         std::vector<io::PathUse> paths = command->path_uses();
         if (global.log_file) paths.push_back({"--log-file", *global.log_file, io::PathAccess::kWrite, io::kWholeRunStage});
         io::check_path_safety(paths);
-        for (const io::PathUse& use : paths)
-          if (use.access == io::PathAccess::kWrite && use.stage == 0) io::ensure_output_directory_writable(use.path);
+        // Outputs that cannot be written fail now, not after the work: a single command's directories
+        // must exist (a job makes its output directory).
+        for (const io::PathUse& use : paths) {
+          if (use.access != io::PathAccess::kWrite) continue;
+          io::ensure_output_is_not_a_directory(use.path);
+          if (use.stage == 0) io::ensure_output_directory_writable(use.path);
+        }
         if (global.log_file && comm.is_coordinator()) engine::add_log_file(*global.log_file, context.permissions);
         context.paths = std::move(paths);
         command->run(context);

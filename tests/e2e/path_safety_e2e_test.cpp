@@ -67,6 +67,15 @@ class PathSafety : public ::testing::Test {
     return args;
   }
 
+  /// sdc risk with keys sex and age and the weight of a bad-input CSV (sex,age,weight), imported first.
+  ProcessResult weighted_risk(const std::string& csv) {
+    const auto imported = dir_ / "weighted.h5";
+    const auto result = run_sdc({"import", bad_input(csv), "-o", imported.string(), "--role", "weight=weight"});
+    EXPECT_EQ(result.exit_code, 0) << result.err;
+    return run_sdc({"risk", "--input", imported.string(), "--output", out_.string(), "--keys", "sex,age", "--weight",
+                    "weight"});
+  }
+
   TempDir dir_;
   std::filesystem::path csv_ = dir_ / "persons.csv";
   std::filesystem::path census_ = dir_ / "census.h5";
@@ -218,7 +227,7 @@ TEST_F(PathSafety, RefusesAFifoInPlaceOfEveryKindOfInputWithoutWaiting) {
 
 // ---- 7. a failed report write leaves no data output -----------------------------------------------
 
-TEST_F(PathSafety, LeavesNoDataOutputWhenTheReportCannotBeWritten) {
+TEST_F(PathSafety, FailsBeforeAnyWorkWhenTheReportCannotBeWrittenAndLeavesNoDataOutput) {
   std::filesystem::create_directory(dir_ / "report.json");  // the report cannot become a file
   const auto result = run_sdc(risk({"--report", (dir_ / "report.json").string()}));
   expect_refused(result, kIoError, {"report.json", "it is a directory"});
@@ -229,7 +238,7 @@ TEST_F(PathSafety, LeavesNoDataOutputWhenTheReportCannotBeWritten) {
   EXPECT_FALSE(std::filesystem::exists(out_));
 }
 
-TEST_F(PathSafety, LeavesNoStepOutputsWhenTheJobReportCannotBeWritten) {
+TEST_F(PathSafety, FailsBeforeAnyStepWhenTheJobReportCannotBeWrittenAndLeavesNoStepOutput) {
   std::filesystem::create_directories(dir_ / "out" / "report.json");
   write_text(dir_ / "job.yaml", "version: 1\ninput: " + census_.string() + "\noutput_dir: " + (dir_ / "out").string() +
                                     "\nreport: " + (dir_ / "out" / "report.json").string() +
@@ -302,24 +311,14 @@ TEST_F(PathSafety, RefusesSoftAndExternalLinksInAnHdf5TableNamingTheLink) {
 }
 
 TEST_F(PathSafety, SaysWhenWeightsAddUpBeyondTheLargestNumber) {
-  ASSERT_EQ(run_sdc({"import", bad_input("weights_overflow.csv"), "-o", (dir_ / "huge.h5").string(), "--role",
-                     "weight=weight"})
-                .exit_code,
-            0);
-  const auto result = run_sdc({"risk", "--input", (dir_ / "huge.h5").string(), "--output", out_.string(), "--keys",
-                               "sex,age", "--weight", "weight"});
+  const auto result = weighted_risk("weights_overflow.csv");
   expect_refused(result, kInvalidInput, {"add up to more than the largest floating-point number"});
   EXPECT_EQ(result.err.find("weights below 1"), std::string::npos) << result.err;
 }
 
 TEST_F(PathSafety, NamesARowNotItsClassSizeWhenWeightsAreBelowOne) {
   // Every record is a sample unique with weight 0.5.
-  ASSERT_EQ(run_sdc({"import", bad_input("weights_below_one.csv"), "-o", (dir_ / "light.h5").string(), "--role",
-                     "weight=weight"})
-                .exit_code,
-            0);
-  const auto result = run_sdc({"risk", "--input", (dir_ / "light.h5").string(), "--output", out_.string(), "--keys",
-                               "sex,age", "--weight", "weight"});
+  const auto result = weighted_risk("weights_below_one.csv");
   expect_refused(result, kInvalidInput, {"row id 0", "weights below 1"});
   EXPECT_EQ(result.err.find("fk ="), std::string::npos) << result.err;
 }

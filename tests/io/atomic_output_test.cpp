@@ -81,5 +81,31 @@ TEST(AnAtomicOutput, NamesThePathWhenTheDirectoryIsMissing) {
   }
 }
 
+TEST(CommittedOutputs, AreRemovedWhenTheRunFailsUnlessKept) {
+  TempDir dir;
+  keep_committed_outputs();
+  write_file_atomically(dir / "kept.json", "{}", FilePermissions{});
+  keep_committed_outputs();
+  create_output_directories(dir / "made", FilePermissions{});
+  write_file_atomically(dir / "made" / "data.h5", "x", FilePermissions{});
+  write_file_atomically(dir / "report.json", "{}", FilePermissions{});
+  EXPECT_EQ(committed_outputs(), (std::vector<std::filesystem::path>{dir / "made" / "data.h5", dir / "report.json"}));
+  remove_committed_outputs();
+  EXPECT_TRUE(std::filesystem::exists(dir / "kept.json"));
+  EXPECT_FALSE(std::filesystem::exists(dir / "report.json"));
+  EXPECT_FALSE(std::filesystem::exists(dir / "made")) << "a directory the run made, empty again, goes too";
+  EXPECT_TRUE(committed_outputs().empty());
+}
+
+TEST(CreateOutputDirectories, GivesEachNewDirectoryThePermissionsWithSearchBits) {
+  TempDir dir;
+  const mode_t old_mask = ::umask(077);  // the umask does not decide the mode
+  create_output_directories(dir / "a" / "b", FilePermissions{0640});
+  ::umask(old_mask);
+  EXPECT_EQ(mode_of(dir / "a"), 0750U);
+  EXPECT_EQ(mode_of(dir / "a" / "b"), 0750U);
+  keep_committed_outputs();
+}
+
 }  // namespace
 }  // namespace sdc::io
