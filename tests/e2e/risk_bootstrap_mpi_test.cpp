@@ -89,6 +89,7 @@ TEST_F(ABootstrapUnderMpi, GivesEqualDigestsAndResultsForAnyRankAndThreadCount) 
         EXPECT_EQ(results["bootstrap"], first) << design[1] << ": " << ranks << " ranks, " << threads << " threads";
       }
     }
+    print_digest(design[1], digests.front());
     for (const auto& digest : digests) EXPECT_EQ(digest, digests.front()) << design[1];
     EXPECT_NE(digests.front(), input_digest);
   }

@@ -38,6 +38,7 @@ class ALogLinearMpiRun : public ::testing::Test {
       digests.push_back(digest_of(dir_ / output));
       results.push_back(nlohmann::json::parse(read_text(dir_ / (output + ".json")))["steps"][0]["results"]["loglinear"]);
     }
+    if (!digests.empty()) print_digest("loglinear", digests.front());
     for (std::size_t c = 1; c < digests.size(); ++c) {
       EXPECT_EQ(digests[c], digests.front()) << "configuration " << c;
       EXPECT_EQ(results[c], results.front()) << "configuration " << c;

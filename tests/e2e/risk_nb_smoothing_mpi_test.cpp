@@ -41,6 +41,7 @@ class AnNbSmoothingRun : public ::testing::Test {
       digests.push_back(digest_of(output));
       results.push_back(nlohmann::json::parse(read_text(report))["steps"][0]["results"]["nb_smoothing"]);
     }
+    if (!digests.empty()) print_digest("nb-smoothing", digests.front());
     for (std::size_t i = 1; i < digests.size(); ++i) {
       EXPECT_EQ(digests[i], digests.front()) << "run " << i;
       EXPECT_EQ(results[i], results.front()) << "run " << i;

@@ -40,6 +40,7 @@ TEST(ASuda2MpiRun, GivesEqualDigestsAndResultsForAnyRankAndThreadCount) {
   EXPECT_GT(suda["U"].get<std::int64_t>(), 0);
   EXPECT_EQ(suda["msus_by_size"].size(), 5U);
   EXPECT_EQ(suda["contributions"].size(), 5U);
+  print_digest("suda2", digests.front());
   for (std::size_t i = 1; i < digests.size(); ++i) {
     EXPECT_EQ(digests[i], digests.front()) << "run " << i;
     EXPECT_EQ(results[i], results.front()) << "run " << i;

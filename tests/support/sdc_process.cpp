@@ -201,4 +201,12 @@ std::vector<double> csv_numbers(const std::vector<std::vector<std::string>>& row
   return values;
 }
 
+void print_digest(const std::string& label, const std::string& digest) {
+  const auto* test = ::testing::UnitTest::GetInstance()->current_test_info();
+  const std::string name = test == nullptr ? label : std::string(test->test_suite_name()) + "." + test->name() + "/" + label;
+  std::printf("[content digest] %s: %s\n", name.c_str(), digest.c_str());
+  std::fflush(stdout);
+  ::testing::Test::RecordProperty("content_digest_" + label, digest);
+}
+
 }  // namespace sdc::testing

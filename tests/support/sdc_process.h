@@ -33,6 +33,9 @@ bool mpirun_available();
 ProcessResult run_sdc_mpi(int ranks, const std::vector<std::string>& args, const std::map<std::string, std::string>& extra = {});
 /// The content digest `sdc info --digest` gives for `file` (a test failure when info fails).
 std::string digest_of(const std::filesystem::path& file);
+/// Prints "[content digest] <test name>/<label>: <digest>" and records it as a test property, so that
+/// refactorings can show the outputs they leave unchanged (the same line before and after).
+void print_digest(const std::string& label, const std::string& digest);
 
 /// Path of the sdc executable under test.
 std::filesystem::path sdc_executable();
