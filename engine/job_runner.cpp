@@ -18,66 +18,6 @@
 namespace sdc::engine {
 namespace {
 
-/// A fresh command tree: CLI11 binds flags to the command objects, so every parse needs new ones.
-struct CommandTree {
-  CLI::App root{"sdc", "sdc"};
-  std::vector<std::unique_ptr<Command>> commands;
-  std::vector<std::pair<CLI::App*, Command*>> subcommands;
-
-  CommandTree() {
-    commands = make_commands();
-    for (auto& command : commands) subcommands.emplace_back(command->add_to(root), command.get());
-  }
-
-  /// The app of a method ("risk", "generate census") and the command that owns it.
-  std::pair<CLI::App*, Command*> find(const std::string& method) {
-    std::istringstream words(method);
-    std::string word;
-    CLI::App* app = &root;
-    Command* owner = nullptr;
-    while (words >> word) {
-      CLI::App* next = nullptr;
-      try {
-        next = app->get_subcommand(word);
-      } catch (const CLI::OptionNotFound&) {
-        return {nullptr, nullptr};
-      }
-      if (owner == nullptr) {
-        for (auto& [sub, command] : subcommands)
-          if (sub == next) owner = command;
-      }
-      app = next;
-    }
-    if (app == &root || app->get_subcommands({}).size() > 0) return {nullptr, nullptr};
-    return {app, owner};
-  }
-
-  std::string methods() const {
-    std::string out;
-    for (const auto& [sub, command] : subcommands) {
-      if (sub->get_name() == "run") continue;
-      const auto children = sub->get_subcommands({});
-      if (children.empty()) {
-        out += (out.empty() ? "" : ", ") + sub->get_name();
-      } else {
-        for (const auto* child : children) out += (out.empty() ? "" : ", ") + sub->get_name() + " " + child->get_name();
-      }
-    }
-    return out;
-  }
-};
-
-bool has_flag(CLI::App* app, const std::string& name) { return app->get_option_no_throw("--" + name) != nullptr; }
-
-std::string option_names(CLI::App* app) {
-  std::string out;
-  for (const CLI::Option* option : app->get_options()) {
-    if (option->get_lnames().empty() || option->get_lnames().front() == "help") continue;
-    out += (out.empty() ? "" : ", ") + option->get_lnames().front();
-  }
-  return out;
-}
-
 /// A step ready to run: its command line and where its data flows.
 struct StepPlan {
   io::JobStep step;
@@ -85,43 +25,11 @@ struct StepPlan {
   std::optional<std::filesystem::path> output;
 };
 
-/// Parses `argv` into a fresh tree; returns the command and its app, or the parse error's text.
-struct Parsed {
-  std::unique_ptr<CommandTree> tree;
-  CLI::App* app = nullptr;
-  Command* command = nullptr;
-  std::string error;
-  /// The error is about one flag's value (not a missing flag or two flags that need each other).
-  bool bad_value = false;
-  /// The error is a required flag that is missing.
-  bool missing_flag = false;
-};
-
-Parsed parse_step(const std::string& method, const std::vector<std::string>& argv) {
-  Parsed parsed;
-  parsed.tree = std::make_unique<CommandTree>();
-  std::tie(parsed.app, parsed.command) = parsed.tree->find(method);
-  std::vector<std::string> args{"sdc"};
-  args.insert(args.end(), argv.begin(), argv.end());
-  std::vector<char*> c_args;
-  for (auto& arg : args) c_args.push_back(arg.data());
-  try {
-    parsed.tree->root.parse(static_cast<int>(c_args.size()), c_args.data());
-  } catch (const CLI::ParseError& e) {
-    parsed.error = e.what();
-    parsed.bad_value = dynamic_cast<const CLI::ValidationError*>(&e) != nullptr ||
-                       dynamic_cast<const CLI::ConversionError*>(&e) != nullptr ||
-                       dynamic_cast<const CLI::ArgumentMismatch*>(&e) != nullptr;
-    parsed.missing_flag = dynamic_cast<const CLI::RequiredError*>(&e) != nullptr;
-  }
-  return parsed;
-}
-
 class JobPlanner {
  public:
   /// `problems`: those found in the job file's structure, listed with the planner's own.
-  JobPlanner(io::JobFile job, const JobOverrides& overrides, std::vector<std::string> problems)
-      : job_(std::move(job)), overrides_(overrides), problems_(std::move(problems)) {
+  JobPlanner(io::JobFile job, const JobOverrides& overrides, std::vector<std::string> problems, const MethodCatalog& catalog)
+      : job_(std::move(job)), overrides_(overrides), problems_(std::move(problems)), catalog_(catalog) {
     if (overrides.input) job_.input = overrides.input;
     // A relative job report inside the job's output directory moves with --output-dir, so that an
     // overridden output directory holds the whole job's results.
@@ -149,7 +57,6 @@ class JobPlanner {
     std::map<std::string, StepOutput> outputs_by_step;  // of the steps planned so far
 
     std::vector<StepPlan> plans;
-    CommandTree names;
     for (std::size_t i = 0; i < job_.steps.size(); ++i) {
       const io::JobStep& step = job_.steps[i];
       const std::string where = "step " + std::to_string(i + 1) + " (" + step.method + ")";
@@ -157,9 +64,8 @@ class JobPlanner {
         available.reset();
         continue;
       }
-      auto [app, command] = names.find(step.method);
-      if (app == nullptr || step.method == "run") {
-        problem(step.line, where + ": unknown method '" + step.method + "' (methods: " + names.methods() + ")");
+      if (!catalog_.knows(step.method)) {
+        problem(step.line, where + ": unknown method '" + step.method + "' (methods: " + catalog_.methods() + ")");
         available.reset();
         continue;
       }
@@ -191,14 +97,14 @@ class JobPlanner {
       bool explicit_input = false;
       bool explicit_output = false;
       for (const io::JobSetting& setting : step.settings) {
-        if (!has_flag(app, setting.key)) {
-          problem(setting.line, where + ": unknown key '" + setting.key + "' (keys: " + option_names(app) + ")");
+        const MethodCatalog::FlagKind kind = catalog_.flag(step.method, setting.key);
+        if (kind == MethodCatalog::FlagKind::kUnknown) {
+          problem(setting.line, where + ": unknown key '" + setting.key + "' (keys: " + catalog_.flags(step.method) + ")");
           continue;
         }
         explicit_input = explicit_input || setting.key == "input";
         explicit_output = explicit_output || setting.key == "output";
-        const CLI::Option* option = app->get_option("--" + setting.key);
-        if (option->get_expected_max() == 0) {  // a flag: true adds it, false leaves it out
+        if (kind == MethodCatalog::FlagKind::kSwitch) {  // true adds it, false leaves it out
           if (!setting.flag || setting.is_list) {
             problem(setting.line, where + ": key '" + setting.key + "' is a switch: give true or false");
             continue;
@@ -217,47 +123,48 @@ class JobPlanner {
         }
         if (setting.key == "output") plan.output = value;
       }
-      if (has_flag(app, "input") && !explicit_input) {
+      const auto has_flag = [&](const char* key) { return catalog_.flag(step.method, key) != MethodCatalog::FlagKind::kUnknown; };
+      if (has_flag("input") && !explicit_input) {
         if (!current_input) {
           if (!input_unknown) problem(step.line, where + ": no input: give 'input' in the job or in the step");
         } else {
           plan.argv.insert(plan.argv.end(), {"--input", current_input->string()});
         }
       }
-      if (has_flag(app, "output") && !explicit_output) {
+      if (has_flag("output") && !explicit_output) {
         plan.output = job_.output_dir.value_or(".") / (step.name + ".h5");
         plan.argv.insert(plan.argv.end(), {"--output", plan.output->string()});
       }
-      if (has_flag(app, "report")) plan.argv.insert(plan.argv.end(), {"--report", step.name + ".json"});
-      if (has_flag(app, "seed-file") && job_.seed_file) plan.argv.insert(plan.argv.end(), {"--seed-file", job_.seed_file->string()});
-      if (has_flag(app, "resume") && overrides_.resume) plan.argv.push_back("--resume");
+      if (has_flag("report")) plan.argv.insert(plan.argv.end(), {"--report", step.name + ".json"});
+      if (has_flag("seed-file") && job_.seed_file) plan.argv.insert(plan.argv.end(), {"--seed-file", job_.seed_file->string()});
+      if (has_flag("resume") && overrides_.resume) plan.argv.push_back("--resume");
 
-      Parsed parsed = parse_step(step.method, plan.argv);
+      ParsedStep parsed = catalog_.parse(step.method, plan.argv);
       if (!parsed.error.empty()) {
         report_parse_errors(where, step, setting_args, parsed, input_unknown);
       } else {
-        for (const auto& text : repeated_list_items(parsed.tree->root)) problem(step.line, where + ": " + text);
-        for (io::PathUse use : parsed.command->path_uses()) {
+        for (const auto& text : parsed.repeated) problem(step.line, where + ": " + text);
+        for (io::PathUse use : parsed.paths) {
           if (use.flag == "--report") continue;  // a step's report goes into the job's
           use.flag = where + " " + use.flag;
           use.stage = static_cast<int>(i) + 1;
           path_uses_.push_back(std::move(use));
         }
-        if (parsed.command->needs_seed() && !job_.seed_file && std::getenv("SDC_SEED") == nullptr)
+        if (parsed.step->needs_seed() && !job_.seed_file && std::getenv("SDC_SEED") == nullptr)
           problem(step.line, where + ": the step draws random numbers and needs a seed: give seed_file in the job, "
                                      "--seed-file to sdc run, or set SDC_SEED");
         if (available) {
           std::vector<std::string> variable_problems;
-          parsed.command->check_variables(*available, variable_problems);
+          parsed.step->check_variables(*available, variable_problems);
           for (const auto& text : variable_problems) problem(step.line, where + ": " + text);
-          auto added = parsed.command->added_variables();
-          if (!parsed.command->keeps_input_variables()) available->clear();
+          auto added = parsed.step->added_variables();
+          if (!parsed.step->keeps_input_variables()) available->clear();
           for (auto& variable : added) {
             std::erase_if(*available, [&](const VariableInfo& v) { return v.name == variable.name; });
             available->push_back(std::move(variable));
           }
-        } else if (!parsed.command->keeps_input_variables()) {
-          available = parsed.command->added_variables();
+        } else if (!parsed.step->keeps_input_variables()) {
+          available = parsed.step->added_variables();
         }
       }
       if (plan.output) {
@@ -282,7 +189,7 @@ class JobPlanner {
   /// again on its own, after the injected flags, so that every bad value is listed with its line.
   void report_parse_errors(const std::string& where, const io::JobStep& step,
                            const std::vector<std::pair<const io::JobSetting*, std::vector<std::string>>>& setting_args,
-                           const Parsed& parsed, bool input_unknown) {
+                           const ParsedStep& parsed, bool input_unknown) {
     bool found = false;
     if (parsed.bad_value) {
       std::vector<std::string> injected;
@@ -291,7 +198,7 @@ class JobPlanner {
       for (const auto& [setting, args] : setting_args) {
         std::vector<std::string> alone = injected;
         alone.insert(alone.end(), args.begin(), args.end());
-        const Parsed one = parse_step(step.method, alone);
+        const ParsedStep one = catalog_.parse(step.method, alone);
         if (one.bad_value) {
           problem(setting->line, where + ": " + one.error);
           found = true;
@@ -351,6 +258,7 @@ class JobPlanner {
   io::JobFile job_;
   JobOverrides overrides_;
   std::vector<std::string> problems_;
+  const MethodCatalog& catalog_;
   std::vector<std::filesystem::path> planned_outputs_;
   std::vector<io::PathUse> path_uses_;
 };
@@ -379,21 +287,23 @@ struct PlannedJob::Plan {
   io::JobFile job;
   std::vector<StepPlan> steps;
   std::vector<io::PathUse> path_uses;
+  std::shared_ptr<const MethodCatalog> catalog;
 };
 
-PlannedJob::PlannedJob(const std::filesystem::path& job_file, const JobOverrides& overrides) {
+PlannedJob::PlannedJob(const std::filesystem::path& job_file, const JobOverrides& overrides,
+                       std::shared_ptr<const MethodCatalog> catalog) {
   std::vector<std::string> problems;
   io::JobFile file = io::read_job_file(job_file, problems);
-  JobPlanner planner(std::move(file), overrides, std::move(problems));
+  JobPlanner planner(std::move(file), overrides, std::move(problems), *catalog);
   std::vector<StepPlan> steps = planner.plan();
-  plan_ = std::make_unique<Plan>(Plan{planner.job(), std::move(steps), planner.path_uses()});
+  plan_ = std::make_unique<Plan>(Plan{planner.job(), std::move(steps), planner.path_uses(), std::move(catalog)});
 }
 
 PlannedJob::~PlannedJob() = default;
 
 std::vector<io::PathUse> PlannedJob::path_uses() const { return plan_->path_uses; }
 
-void PlannedJob::run(const RunContext& context) const {
+void PlannedJob::run(const RunContext& context) {
   const auto comm = distributed::Communicator::world();
   const io::JobFile& job = plan_->job;
   const std::vector<StepPlan>& plans = plan_->steps;
@@ -412,12 +322,12 @@ void PlannedJob::run(const RunContext& context) const {
   for (std::size_t i = 0; i < plans.size(); ++i) {
     const StepPlan& plan = plans[i];
     if (comm.is_coordinator()) spdlog::info("job {}: step {}/{} '{}' ({})", job.path.string(), i + 1, plans.size(), plan.step.name, plan.step.method);
-    Parsed parsed = parse_step(plan.step.method, plan.argv);
-    SDC_CHECK(parsed.error.empty() && parsed.command != nullptr, "a planned step parses again: " + parsed.error);
+    const ParsedStep parsed = plan_->catalog->parse(plan.step.method, plan.argv);
+    SDC_CHECK(parsed.error.empty() && parsed.step != nullptr, "a planned step parses again: " + parsed.error);
     step_context.argv = {context.argv.empty() ? "sdc" : context.argv.front()};
     step_context.argv.insert(step_context.argv.end(), plan.argv.begin(), plan.argv.end());
-    step_context.paths = parsed.command->path_uses();
-    parsed.command->run(step_context);
+    step_context.paths = parsed.paths;
+    parsed.step->run(step_context);
     // A complete step's outputs are checkpoints: a later failure keeps them for --resume.
     for (auto& output : io::committed_outputs()) step_outputs.push_back(std::move(output));
     io::keep_committed_outputs();

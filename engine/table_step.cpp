@@ -7,6 +7,13 @@
 
 namespace sdc::engine {
 
+io::Hdf5WriteOptions data_output_options(const RunContext& context, const std::optional<std::string>& filters) {
+  io::Hdf5WriteOptions options;
+  if (filters) options.filters = io::parse_filters(*filters);
+  options.permissions = context.permissions;
+  return options;
+}
+
 PhaseClock::PhaseClock(std::string method, bool enabled)
     : method_(std::move(method)), enabled_(enabled), last_(std::chrono::steady_clock::now()) {}
 

@@ -13,12 +13,16 @@
 
 #include "distributed/comm.h"
 #include "engine/checkpoint.h"
-#include "engine/cli/command.h"
+#include "engine/run_context.h"
 #include "engine/partitioned_table.h"
 #include "engine/report/run_report.h"
 #include "io/hdf5_table.h"
 
 namespace sdc::engine {
+
+/// Write options of a step's data output: its --filters (default when absent) and the run's
+/// --permissions.
+io::Hdf5WriteOptions data_output_options(const RunContext& context, const std::optional<std::string>& filters);
 
 /// Debug-level timings of a step's phases, logged by the coordinator as "<method>: <phase> took <s> s"
 /// (the bench/scripts read these lines).

@@ -18,6 +18,17 @@
 
 namespace sdc::io {
 
+/// One record of a small CSV file, with the 1-based line it starts on.
+struct CsvRecord {
+  std::int64_t line = 0;
+  std::vector<std::string> fields;  ///< unescaped, as written (no blanks trimmed)
+};
+
+/// Reads a small CSV file whole (a matrix, a list of labels), with the tokenizer of imports (RFC 4180
+/// quoting): every record but blank lines. Throws IoError as io/input_file.h does, and InvalidInput
+/// naming the file and line for malformed CSV.
+std::vector<CsvRecord> read_csv_records(const std::filesystem::path& path, std::string_view what, char delimiter = ',');
+
 /// The unit of parallel work in an import. Chunks are cut by data size alone, so results never
 /// depend on the number of threads (nor on this size: tests import with tiny chunks).
 inline constexpr std::size_t kDefaultCsvChunkBytes = std::size_t{1} << 20;

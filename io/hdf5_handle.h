@@ -8,7 +8,6 @@
 
 #include <hdf5.h>
 
-#include <string>
 #include <utility>
 
 namespace sdc::io::hdf5 {
@@ -55,21 +54,5 @@ using Dataspace = Handle<H5Sclose>;
 using Datatype = Handle<H5Tclose>;
 using Attribute = Handle<H5Aclose>;
 using PropertyList = Handle<H5Pclose>;
-
-/// Prepares the library once per process, before any other HDF5 call: HDF5 never prints its error
-/// stack on stderr (sdc-engine reports every failure itself, as one message in its own words), and
-/// does not run its own shutdown at exit (every object is closed explicitly; see abandon()).
-void initialize();
-
-/// Closes a file that failed to write and is being discarded (its temporary name is about to be
-/// removed). HDF5 1.10 cannot close a file whose final flush fails: the identifier stays behind,
-/// pointing to freed memory, and the library crashes when it shuts down. The file's descriptor is
-/// therefore first pointed at an anonymous in-memory file, so that the flush and the close succeed.
-void abandon(File& file);
-
-/// The most specific description on HDF5's error stack ("" when empty), condensed to the operating
-/// system's reason for I/O failures, then clears the stack. HDF5's descriptions name structures,
-/// offsets and reasons, never record values.
-std::string take_error_detail();
 
 }  // namespace sdc::io::hdf5

@@ -1,5 +1,6 @@
 #include "distributed/compose/class_exchange.h"
 
+#include "distributed/compose/pairwise_merge.h"
 #include "kernels/core/error.h"
 
 namespace sdc::distributed {
@@ -99,15 +100,7 @@ OwnedClasses send_classes_to_owners(const Communicator& comm, const FrequencyCla
   // The owner merges what every rank sent. Exact weights make the merge order irrelevant.
   out.from_rank.resize(ranks);
   for (std::size_t r = 0; r < ranks; ++r) out.from_rank[r] = read_classes(received[r], m);
-  // Pairwise rounds, so that every class is copied log2(ranks) times rather than once per rank.
-  std::vector<FrequencyClasses> round = out.from_rank;
-  while (round.size() > 1) {
-    std::vector<FrequencyClasses> next;
-    for (std::size_t i = 0; i + 1 < round.size(); i += 2) next.push_back(frequency_count_merge(round[i], round[i + 1]));
-    if (round.size() % 2 == 1) next.push_back(std::move(round.back()));
-    round = std::move(next);
-  }
-  out.owned = std::move(round.front());
+  out.owned = merge_pairwise(out.from_rank, frequency_count_merge);
   out.owned.key_count = m;
   return out;
 }

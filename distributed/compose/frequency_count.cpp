@@ -15,7 +15,7 @@ DistributedFrequencies distributed_frequency_count(const Communicator& comm, con
     std::vector<double> class_weights(mine.class_count());
     for (std::size_t c = 0; c < class_weights.size(); ++c) class_weights[c] = mine.weights[c].value();
     out.records = frequency_count_assign(local.record_class, mine.counts, class_weights);
-    out.summary = summarize_frequencies(mine.counts, k);
+    out.summary = frequency_count_finalize(mine.counts, k);
     return out;
   }
 
@@ -44,7 +44,7 @@ DistributedFrequencies distributed_frequency_count(const Communicator& comm, con
   out.records = frequency_count_assign(local.record_class, class_counts, class_weights);
 
   // 5. Integer summaries add up in any order.
-  out.summary = sum_over_ranks(comm, summarize_frequencies(owned.counts, k));
+  out.summary = sum_over_ranks(comm, frequency_count_finalize(owned.counts, k));
   return out;
 }
 

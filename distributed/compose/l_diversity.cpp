@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "distributed/compose/frequency_count.h"
+#include "distributed/compose/pairwise_merge.h"
 #include "kernels/core/error.h"
 
 namespace sdc::distributed {
@@ -40,14 +41,7 @@ SensitiveClasses read_classes(std::span<const std::byte> bytes, std::size_t key_
 }
 
 SensitiveClasses merge_all(std::vector<SensitiveClasses> round) {
-  // Pairwise rounds: each class is copied log2(ranks) times, not once per rank.
-  while (round.size() > 1) {
-    std::vector<SensitiveClasses> next;
-    for (std::size_t i = 0; i + 1 < round.size(); i += 2) next.push_back(l_diversity_merge(round[i], round[i + 1]));
-    if (round.size() % 2 == 1) next.push_back(std::move(round.back()));
-    round = std::move(next);
-  }
-  return std::move(round.front());
+  return merge_pairwise(std::move(round), l_diversity_merge);
 }
 
 struct OwnedSummary {

@@ -1,7 +1,6 @@
 #include "distributed/compose/pram.h"
 
 #include <absl/container/flat_hash_map.h>
-#include <tbb/parallel_for.h>
 
 #include <algorithm>
 #include <cstring>
@@ -12,7 +11,6 @@
 namespace sdc::distributed {
 namespace {
 
-constexpr std::size_t kDrawBlock = std::size_t{1} << 16;
 /// Stratum variables with at most this many combinations of values index them densely (4 bytes each).
 constexpr std::uint64_t kDenseCombinations = std::uint64_t{1} << 20;
 
@@ -110,26 +108,6 @@ std::vector<std::int64_t> distributed_pram_changes(const Communicator& comm, std
     if (original[i] != released[i]) ++changes[static_cast<std::size_t>(strata.record_stratum[i])];
   comm.all_reduce_sum(std::span<std::int64_t>(changes));
   return changes;
-}
-
-std::int64_t parallel_pram_draw(std::span<const std::int32_t> original, const PramStrata& strata,
-                                std::span<const PramSampler> samplers, std::uint64_t seed, std::uint64_t variable,
-                                std::int64_t first_row_id, std::span<std::int32_t> released,
-                                std::span<std::uint8_t> changed) {
-  const std::size_t n = original.size();
-  const std::size_t blocks = (n + kDrawBlock - 1) / kDrawBlock;
-  std::vector<std::int64_t> changes(blocks, 0);
-  const std::span<const std::int32_t> by_stratum(strata.record_stratum);
-  tbb::parallel_for(std::size_t{0}, blocks, [&](std::size_t b) {
-    const std::size_t begin = b * kDrawBlock;
-    const std::size_t size = std::min(kDrawBlock, n - begin);
-    changes[b] = pram_draw(original.subspan(begin, size), by_stratum.subspan(begin, size), samplers, seed, variable,
-                           first_row_id + static_cast<std::int64_t>(begin), released.subspan(begin, size),
-                           changed.subspan(begin, size));
-  });
-  std::int64_t total = 0;
-  for (std::int64_t c : changes) total += c;
-  return total;
 }
 
 }  // namespace sdc::distributed

@@ -42,12 +42,4 @@ std::vector<std::int64_t> distributed_pram_counts(const Communicator& comm, std:
 std::vector<std::int64_t> distributed_pram_changes(const Communicator& comm, std::span<const std::int32_t> original,
                                                    std::span<const std::int32_t> released, const PramStrata& strata);
 
-/// Local: pram_draw over this rank's records in parallel blocks of 65 536 (the draws are keyed by row
-/// id, so blocks and threads change nothing). `samplers` is indexed like strata.ids. Returns the number
-/// of this rank's records whose code changed.
-std::int64_t parallel_pram_draw(std::span<const std::int32_t> original, const PramStrata& strata,
-                                std::span<const PramSampler> samplers, std::uint64_t seed, std::uint64_t variable,
-                                std::int64_t first_row_id, std::span<std::int32_t> released,
-                                std::span<std::uint8_t> changed);
-
 }  // namespace sdc::distributed

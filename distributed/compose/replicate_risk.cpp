@@ -132,8 +132,8 @@ DistributedReplicateRisk distributed_replicate_risk(const Communicator& comm, co
         full = std::move(rank_full);
         replicates = std::move(rank_replicates);
       } else {
-        full.merge(rank_full);
-        replicates.merge(rank_replicates);
+        replicate_risk_merge(full, rank_full);
+        replicate_risk_merge(replicates, rank_replicates);
       }
     }
   }

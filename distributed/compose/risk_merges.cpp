@@ -3,6 +3,8 @@
 #include <cstring>
 #include <vector>
 
+#include "distributed/compose/pairwise_merge.h"
+
 namespace sdc::distributed {
 namespace {
 
@@ -65,13 +67,7 @@ RiskThreshold distributed_risk_threshold(const Communicator& comm, std::span<con
         in.get_span(std::span(part.counts));
         round.push_back(std::move(part));
       }
-      while (round.size() > 1) {
-        std::vector<RiskHistogram> next;
-        for (std::size_t i = 0; i + 1 < round.size(); i += 2) next.push_back(risk_histogram_merge(round[i], round[i + 1]));
-        if (round.size() % 2 == 1) next.push_back(std::move(round.back()));
-        round = std::move(next);
-      }
-      const RiskThreshold threshold = risk_threshold(round.front(), rho);
+      const RiskThreshold threshold = risk_threshold(merge_pairwise(std::move(round), risk_histogram_merge), rho);
       shared.threshold = threshold.threshold;
       shared.already_safe = threshold.already_safe ? 1 : 0;
     }

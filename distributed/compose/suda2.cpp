@@ -7,6 +7,7 @@
 #include <bit>
 #include <string>
 
+#include "distributed/collective_error.h"
 #include "distributed/compose/class_exchange.h"
 #include "kernels/core/error.h"
 #include "kernels/risk/frequency_count.h"
@@ -175,18 +176,15 @@ double max_over_ranks(const Communicator& comm, double local) {
 
 SubsetCounter make_distributed_subset_counter(const Communicator& comm, const KeyColumns& keys) {
   SDC_CHECK(keys.level_counts.size() == keys.key_count(), "one level count per key");
-  // The dense branch indexes by code: every code must lie in -1..L-1. The first key at fault over all
-  // ranks is named on every rank, so that all ranks throw together.
-  std::int64_t bad_key = static_cast<std::int64_t>(keys.key_count());
-  for (std::size_t j = 0; j < keys.key_count() && bad_key == static_cast<std::int64_t>(keys.key_count()); ++j) {
-    SDC_CHECK(keys.codes[j].size() == keys.record_count(), "key columns of equal length");
-    const std::int32_t levels = keys.level_counts[j];
-    if (std::any_of(keys.codes[j].begin(), keys.codes[j].end(), [&](std::int32_t code) { return code < -1 || code >= levels; }))
-      bad_key = static_cast<std::int64_t>(j);
-  }
-  bad_key = comm.all_reduce_min(bad_key);
-  if (bad_key < static_cast<std::int64_t>(keys.key_count()))
-    throw InvalidInput("suda2: key variable " + std::to_string(bad_key) + " has a code outside its levels");
+  // The dense branch indexes by code: every code must lie in -1..L-1. All ranks throw together.
+  agree_on_error(comm, [&keys] {
+    for (std::size_t j = 0; j < keys.key_count(); ++j) {
+      SDC_CHECK(keys.codes[j].size() == keys.record_count(), "key columns of equal length");
+      const std::int32_t levels = keys.level_counts[j];
+      if (std::any_of(keys.codes[j].begin(), keys.codes[j].end(), [&](std::int32_t code) { return code < -1 || code >= levels; }))
+        throw InvalidInput("suda2: key variable " + std::to_string(j) + " has a code outside its levels");
+    }
+  });
   return [&comm, &keys](std::span<const std::size_t> subset, std::span<const std::uint64_t> candidates,
                         std::span<std::uint8_t> out) { count_over_ranks(comm, keys, subset, candidates, out); };
 }
@@ -195,7 +193,7 @@ Suda2Partial all_reduce_suda2_partial(const Communicator& comm, const Suda2Parti
   if (comm.size() == 1) return local;
   const auto parts = comm.all_gather_bytes(serialize(local));
   Suda2Partial total = deserialize(parts.front());
-  for (std::size_t r = 1; r < parts.size(); ++r) total = suda2_merge(total, deserialize(parts[r]));
+  for (std::size_t r = 1; r < parts.size(); ++r) suda2_merge(total, deserialize(parts[r]));
   return total;
 }
 

@@ -75,7 +75,7 @@ DistributedFrequencies distributed_wildcard_frequency_count(const Communicator& 
   if (comm.size() == 1) {  // the local patterns are the global ones
     const PatternFrequencies patterns = wildcard_frequency(local.classes, keys.level_counts, alpha);
     out.records = wildcard_frequency_assign(local.record_class, patterns);
-    out.summary = summarize_wildcard_frequencies(local.classes.counts, patterns.f, k);
+    out.summary = wildcard_frequency_finalize(local.classes.counts, patterns.f, k);
     return out;
   }
 
@@ -193,7 +193,7 @@ DistributedFrequencies distributed_wildcard_frequency_count(const Communicator& 
   }
   for (const auto& in : from_owner) SDC_CHECK(in.done(), "every pattern's f consumed");
   out.records = wildcard_frequency_assign(local.record_class, mine);
-  out.summary = sum_over_ranks(comm, summarize_wildcard_frequencies(owned.counts, owned_frequencies.f, k));
+  out.summary = sum_over_ranks(comm, wildcard_frequency_finalize(owned.counts, owned_frequencies.f, k));
   return out;
 }
 

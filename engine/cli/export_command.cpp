@@ -14,7 +14,7 @@
 namespace sdc::engine {
 namespace {
 
-class ExportCommand final : public Command {
+class ExportCommand final : public CommandStep {
  public:
   CLI::App* add_to(CLI::App& parent) override {
     app_ = parent.add_subcommand("export",

@@ -17,6 +17,7 @@
 #include "engine/progress.h"
 #include "engine/partitioned_table.h"
 #include "engine/report/run_report.h"
+#include "engine/table_step.h"
 #include "io/seed.h"
 #include "kernels/core/error.h"
 #include "kernels/generate/census.h"
@@ -63,7 +64,7 @@ distributed::RowRange chunk_aligned_rows(std::int64_t rows, std::int64_t chunk_r
   return {first, boundary(rank + 1) - first};
 }
 
-class GenerateCommand final : public Command {
+class GenerateCommand final : public CommandStep {
  public:
   CLI::App* add_to(CLI::App& parent) override {
     auto* generate = parent.add_subcommand("generate", "generate seeds and synthetic census data");

@@ -14,6 +14,7 @@
 
 #include "engine/cli/commands.h"
 #include "engine/report/run_report.h"
+#include "engine/table_step.h"
 #include "io/csv.h"
 #include "io/hdf5_table.h"
 #include "io/schema.h"
@@ -50,7 +51,7 @@ void write_whole_file(const std::filesystem::path& path, const std::filesystem::
   if (!written || !closed) throw IoError(final_path.string() + ": cannot write (disk full?)");
 }
 
-class ImportCommand final : public Command {
+class ImportCommand final : public CommandStep {
  public:
   CLI::App* add_to(CLI::App& parent) override {
     app_ = parent.add_subcommand(

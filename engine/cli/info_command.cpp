@@ -120,7 +120,7 @@ std::string to_text(const io::FileSummary& summary, const std::vector<VariableRe
          format_rows(table, {false, false, false, true, true});
 }
 
-class InfoCommand final : public Command {
+class InfoCommand final : public CommandStep {
  public:
   CLI::App* add_to(CLI::App& parent) override {
     auto* info = parent.add_subcommand(

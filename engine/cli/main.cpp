@@ -161,7 +161,7 @@ int main(int argc, char** argv) {
         }
         if (global.log_file && comm.is_coordinator()) engine::add_log_file(*global.log_file, context.permissions);
         context.paths = std::move(paths);
-        command->run(context);
+        command->step().run(context);
         spdlog::default_logger_raw()->flush();
         return static_cast<int>(ExitCode::kOk);
       }

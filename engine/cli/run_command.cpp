@@ -1,6 +1,7 @@
 // `sdc run job.yaml`: runs a job file (docs/jobs.md).
 
 #include "engine/cli/commands.h"
+#include "engine/cli/method_catalog.h"
 #include "engine/job_runner.h"
 
 namespace sdc::engine {
@@ -24,11 +25,11 @@ class RunCommand final : public Command {
   /// Plans the job (its checks come first) and names every file it reads and writes.
   std::vector<io::PathUse> path_uses() override { return planned().path_uses(); }
 
-  void run(const RunContext& context) override { planned().run(context); }
+  Step& step() override { return planned(); }
 
  private:
-  const PlannedJob& planned() {
-    if (!job_) job_ = std::make_unique<PlannedJob>(job_file_, overrides_);
+  PlannedJob& planned() {
+    if (!job_) job_ = std::make_unique<PlannedJob>(job_file_, overrides_, make_method_catalog());
     return *job_;
   }
 

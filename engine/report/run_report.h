@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "distributed/comm.h"
-#include "engine/cli/command.h"
+#include "engine/run_context.h"
 
 namespace sdc::engine {
 

@@ -17,6 +17,7 @@
 #include <map>
 #include <numbers>
 
+#include "distributed/collective_error.h"
 #include "distributed/compose/replicate_risk.h"
 #include "engine/risk/risk_measure.h"
 #include "kernels/bootstrap/replicate_risk.h"
@@ -84,11 +85,6 @@ std::vector<double> as_doubles(const std::vector<std::uint64_t>& values) {
   return std::vector<double>(values.begin(), values.end());
 }
 
-/// Collective: the smallest of the ranks' row ids (max when none) — the row an error names on every rank.
-std::int64_t first_row_over_ranks(const distributed::Communicator& comm, std::optional<std::int64_t> local) {
-  return comm.all_reduce_min(local.value_or(std::numeric_limits<std::int64_t>::max()));
-}
-constexpr std::int64_t kNoRow = std::numeric_limits<std::int64_t>::max();
 
 class BootstrapMeasure final : public RiskMeasure {
  public:
@@ -295,21 +291,18 @@ class BootstrapMeasure final : public RiskMeasure {
   /// then keep F >= f); the first bad row over all ranks is named on every rank.
   void check_weights(const RiskContext& context) const {
     const bool native = context.mode == Mode::kNative;
-    std::optional<std::int64_t> bad;
-    for (std::size_t i = 0; i < context.weights.size(); ++i) {
+    std::optional<distributed::RowProblem> problem;
+    for (std::size_t i = 0; i < context.weights.size() && !problem; ++i) {
       const double w = context.weights[i];
-      if (!std::isfinite(w) || !(w > 0.0) || (native && w < 1.0)) {
-        bad = context.table.first_row_id() + static_cast<std::int64_t>(i);
-        break;
-      }
+      if (std::isfinite(w) && w > 0.0 && !(native && w < 1.0)) continue;
+      const std::int64_t row = context.table.first_row_id() + static_cast<std::int64_t>(i);
+      problem = {row, context.input_name + ": variable '" + context.weight_name.value_or("weight") + "', row id " +
+                          std::to_string(row) +
+                          (native ? ": --bootstrap needs weights of at least 1 in native mode (a replicate class "
+                                    "could otherwise have F < f); give --mode compat to allow weights in (0, 1)"
+                                  : ": --bootstrap needs finite positive weights")};
     }
-    const std::int64_t row = first_row_over_ranks(context.comm, bad);
-    if (row == kNoRow) return;
-    const std::string weight = context.weight_name.value_or("weight");
-    throw InvalidInput(context.input_name + ": variable '" + weight + "', row id " + std::to_string(row) +
-                       (native ? ": --bootstrap needs weights of at least 1 in native mode (a replicate class could "
-                                 "otherwise have F < f); give --mode compat to allow weights in (0, 1)"
-                               : ": --bootstrap needs finite positive weights"));
+    distributed::throw_first_row_problem(context.comm, problem);
   }
 
   /// Collective. Unit numbers within strata (records, or households when `by_household`), in file order.
@@ -327,28 +320,25 @@ class BootstrapMeasure final : public RiskMeasure {
     // Per record, the index of its unit among this rank's units; per unit, its stratum.
     std::vector<std::uint32_t> record_unit(n);
     std::vector<std::int32_t> unit_stratum;
-    std::optional<std::int64_t> missing;
-    std::optional<std::int64_t> mixed;
+    std::optional<distributed::RowProblem> missing;
+    std::optional<distributed::RowProblem> mixed;
+    const auto at = [&](std::size_t i) { return context.table.first_row_id() + static_cast<std::int64_t>(i); };
+    const auto where = [&](std::size_t i) {
+      return context.input_name + ": variable '" + *strata_ + "', row id " + std::to_string(at(i));
+    };
     for (std::size_t i = 0; i < n; ++i) {
-      const std::int64_t row = context.table.first_row_id() + static_cast<std::int64_t>(i);
-      if (codes[i] < 0 && !missing) missing = row;
+      if (codes[i] < 0 && !missing) missing = {at(i), where(i) + ": missing stratum (--bootstrap-strata)"};
       const bool new_unit = !by_household || i == 0 || context.household_ids[i] != context.household_ids[i - 1];
       if (new_unit) {
         unit_stratum.push_back(std::max(codes[i], 0));
       } else if (codes[i] != codes[i - 1] && !mixed) {
-        mixed = row;
+        mixed = {at(i), where(i) + ": the stratum changes within a household; the stratified design resamples "
+                                   "whole households within strata (--bootstrap-strata with --household)"};
       }
       record_unit[i] = static_cast<std::uint32_t>(unit_stratum.size() - 1);
     }
-    const std::int64_t missing_row = first_row_over_ranks(context.comm, missing);
-    if (missing_row != kNoRow)
-      throw InvalidInput(context.input_name + ": variable '" + *strata_ + "', row id " + std::to_string(missing_row) +
-                         ": missing stratum (--bootstrap-strata)");
-    const std::int64_t mixed_row = first_row_over_ranks(context.comm, mixed);
-    if (mixed_row != kNoRow)
-      throw InvalidInput(context.input_name + ": variable '" + *strata_ + "', row id " + std::to_string(mixed_row) +
-                         ": the stratum changes within a household; the stratified design resamples whole households "
-                         "within strata (--bootstrap-strata with --household)");
+    distributed::throw_first_row_problem(context.comm, missing);
+    distributed::throw_first_row_problem(context.comm, mixed);
     auto numbered = distributed::number_units_within_strata(context.comm, unit_stratum, strata);
     for (std::size_t i = 0; i < n; ++i) units[i] = numbered.numbers[record_unit[i]];
     local_units = static_cast<std::int64_t>(unit_stratum.size());

@@ -19,6 +19,7 @@
 #include <map>
 #include <sstream>
 
+#include "distributed/collective_error.h"
 #include "distributed/compose/frequency_count.h"
 #include "distributed/compose/loglinear.h"
 #include "distributed/compose/risk_merges.h"
@@ -124,57 +125,6 @@ nlohmann::json generator_names(const LogLinearModelSpec& spec, const std::vector
     out.push_back(names);
   }
   return out;
-}
-
-/// Whether the kernel's variable elimination reaches the fitted margin over `target` without an
-/// intermediate table above `limit` cells (the kernel's greedy order, kernels/risk/loglinear.cpp):
-/// otherwise it streams the grid.
-bool margin_streams_grid(const LogLinearModelSpec& spec, const std::vector<std::size_t>& target, std::uint64_t limit) {
-  std::vector<std::vector<std::size_t>> live = spec.generators;
-  std::vector<std::size_t> remaining;
-  for (std::size_t j = 0; j < spec.key_count(); ++j)
-    if (!std::binary_search(target.begin(), target.end(), j)) remaining.push_back(j);
-  while (!remaining.empty()) {
-    std::size_t best = 0;
-    double best_cost = std::numeric_limits<double>::infinity();
-    std::vector<std::size_t> best_scope;
-    for (std::size_t r = 0; r < remaining.size(); ++r) {
-      const std::size_t v = remaining[r];
-      std::vector<std::size_t> scope;
-      for (const auto& t : live)
-        if (std::binary_search(t.begin(), t.end(), v)) scope.insert(scope.end(), t.begin(), t.end());
-      std::sort(scope.begin(), scope.end());
-      scope.erase(std::unique(scope.begin(), scope.end()), scope.end());
-      double cost = 1.0;
-      for (std::size_t j : scope) cost *= spec.level_counts[j];
-      if (scope.empty()) cost = 0.0;
-      if (cost < best_cost || (cost == best_cost && spec.level_counts[v] > spec.level_counts[remaining[best]])) {
-        best_cost = cost;
-        best = r;
-        best_scope = scope;
-      }
-    }
-    const std::size_t v = remaining[best];
-    remaining.erase(remaining.begin() + static_cast<std::ptrdiff_t>(best));
-    if (best_scope.empty()) continue;
-    if (best_cost / spec.level_counts[v] > static_cast<double>(limit)) return true;
-    std::vector<std::vector<std::size_t>> kept;
-    for (auto& t : live)
-      if (!std::binary_search(t.begin(), t.end(), v)) kept.push_back(std::move(t));
-    best_scope.erase(std::find(best_scope.begin(), best_scope.end(), v));
-    kept.push_back(std::move(best_scope));
-    live = std::move(kept);
-  }
-  return false;
-}
-
-/// Grid cells one IPF sweep streams (0 when every fitted margin comes from variable elimination).
-std::uint64_t streamed_cells_per_sweep(const LogLinearModelSpec& spec, const LogLinearFitOptions& options) {
-  const std::uint64_t grid = loglinear_grid_size(spec);
-  std::uint64_t cells = 0;
-  for (const auto& generator : spec.generators)
-    if (margin_streams_grid(spec, generator, options.elimination_limit)) cells += grid;
-  return cells;
 }
 
 /// μ of every record: Π_g u_g(k_g), the factors multiplied in generator order as the kernel does
@@ -336,16 +286,13 @@ class LogLinearMeasure final : public RiskMeasure {
 /// Collective: the first global row id for which `bad(i)` holds on some rank, thrown on every rank.
 template <typename Bad>
 void reject_first_row(const RiskContext& context, std::size_t records, Bad bad, const std::string& what) {
-  std::int64_t local = std::numeric_limits<std::int64_t>::max();
-  for (std::size_t i = 0; i < records; ++i) {
-    if (bad(i)) {
-      local = context.table.first_row_id() + static_cast<std::int64_t>(i);
-      break;
-    }
+  std::optional<distributed::RowProblem> problem;
+  for (std::size_t i = 0; i < records && !problem; ++i) {
+    if (!bad(i)) continue;
+    const std::int64_t row = context.table.first_row_id() + static_cast<std::int64_t>(i);
+    problem = {row, context.input_name + ": --weight, row id " + std::to_string(row) + ": " + what};
   }
-  const std::int64_t first = context.comm.all_reduce_min(local);
-  if (first != std::numeric_limits<std::int64_t>::max())
-    throw InvalidInput(context.input_name + ": --weight, row id " + std::to_string(first) + ": " + what);
+  distributed::throw_first_row_problem(context.comm, problem);
 }
 
 FittedModel LogLinearMeasure::fit_model(const RiskContext& context, const std::string& flag, const std::string& model,
@@ -357,11 +304,11 @@ FittedModel LogLinearMeasure::fit_model(const RiskContext& context, const std::s
   FittedModel out;
   try {
     out.spec = canonical_model(raw);
-  } catch (const InvalidJob& error) {
+  } catch (const ParameterError& error) {
     throw UsageError(flag + ": model '" + trim(model) + "': " + error.what());
   }
   const LogLinearFitOptions options;
-  const std::uint64_t streamed = streamed_cells_per_sweep(out.spec, options);
+  const std::uint64_t streamed = loglinear_streamed_cells_per_sweep(out.spec, options);
   if (streamed > kStreamedCellsPerSweepLimit)
     throw UsageError(flag + ": model '" + model_formula(out.spec, context.key_names) + "' is not decomposable enough: "
                      "its fit would stream " + std::to_string(streamed) + " grid cells per sweep (limit 2^28 = " +
@@ -384,7 +331,7 @@ FittedModel LogLinearMeasure::fit_model(const RiskContext& context, const std::s
         ++parts[b].impossible_classes;
     }
   });
-  for (const auto& part : parts) loglik.merge(part);
+  for (const auto& part : parts) loglinear_loglik_merge(loglik, part);
   loglik.class_term = distributed::all_reduce_exact_sum(context.comm, loglik.class_term);
   loglik.impossible_classes = context.comm.all_reduce_sum(loglik.impossible_classes);
   ExactSum saturated;

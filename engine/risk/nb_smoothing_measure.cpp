@@ -12,6 +12,7 @@
 #include <map>
 #include <set>
 
+#include "distributed/collective_error.h"
 #include "distributed/compose/nb_smoothing.h"
 #include "engine/risk/risk_measure.h"
 #include "kernels/core/error.h"
@@ -215,24 +216,17 @@ class NbSmoothingMeasure final : public RiskMeasure {
   /// Collective: a missing value in an ordinal key has no place on its scale; the first one over all
   /// ranks is an error naming its variable and row id.
   static void reject_missing_ordinal_codes(const RiskContext& context, const std::vector<std::size_t>& ordinal) {
-    std::int64_t local_row = std::numeric_limits<std::int64_t>::max();
-    std::size_t local_key = 0;
+    std::optional<distributed::RowProblem> problem;
     for (std::size_t j : ordinal) {
       const auto codes = context.keys.codes[j];
       const auto it = std::find_if(codes.begin(), codes.end(), [](std::int32_t code) { return code < 0; });
       if (it == codes.end()) continue;
       const std::int64_t row = context.table.first_row_id() + (it - codes.begin());
-      if (row < local_row) {
-        local_row = row;
-        local_key = j;
-      }
+      if (!problem || row < problem->row)
+        problem = {row, context.input_name + ": variable '" + context.key_names[j] + "', row id " + std::to_string(row) +
+                            ": missing value in an ordinal key of --nb-smoothing (ordinal keys must be complete)"};
     }
-    const std::int64_t first_row = context.comm.all_reduce_min(local_row);
-    if (first_row == std::numeric_limits<std::int64_t>::max()) return;
-    const std::string variable =
-        local_row == first_row ? "'" + context.key_names[local_key] + "'" : std::string("an ordinal key");
-    throw InvalidInput(context.input_name + ": variable " + variable + ", row id " + std::to_string(first_row) +
-                       ": missing value in an ordinal key of --nb-smoothing (ordinal keys must be complete)");
+    distributed::throw_first_row_problem(context.comm, problem);
   }
 
   /// A view that outlives the step: the option's own string, or a literal.

@@ -16,7 +16,9 @@
 #include <vector>
 
 #include "distributed/comm.h"
-#include "engine/cli/command.h"
+#include "engine/flags.h"
+#include "engine/path_flags.h"
+#include "engine/run_context.h"
 #include "kernels/core/key_grouping.h"
 #include "kernels/core/record_rng.h"
 #include "kernels/core/table.h"

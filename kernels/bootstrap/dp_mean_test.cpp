@@ -187,9 +187,9 @@ double pooled_t2_of(std::uint64_t count_x, const Vector& difference, const Matri
 
 void check_pair(std::uint64_t count_x, std::size_t dimension_x, std::uint64_t count_y, std::size_t dimension_y) {
   if (dimension_x == 0 || dimension_x != dimension_y)
-    throw InvalidJob("DP mean test: samples X and Y must have the same number (at least one) of variables; X has " +
+    throw ParameterError("DP mean test: samples X and Y must have the same number (at least one) of variables; X has " +
                      std::to_string(dimension_x) + ", Y has " + std::to_string(dimension_y));
-  if (count_x < 2 || count_y < 2) throw InvalidJob("DP mean test: samples X and Y need at least two records each");
+  if (count_x < 2 || count_y < 2) throw ParameterError("DP mean test: samples X and Y need at least two records each");
 }
 
 /// What every bootstrap replicate shares: square roots of Σ^DP/n and the factor of the pooled S.
@@ -260,7 +260,7 @@ std::uint64_t splitmix64(std::uint64_t x) {
 
 MeanTestMomentsPartial mean_test_moments_local(std::span<const std::span<const double>> columns, double bound,
                                                std::span<const std::string> variable_names) {
-  if (!(bound > 0.0) || !std::isfinite(bound)) throw InvalidJob("DP mean test: the bound m must be finite and > 0");
+  if (!(bound > 0.0) || !std::isfinite(bound)) throw ParameterError("DP mean test: the bound m must be finite and > 0");
   MeanTestMomentsPartial partial;
   partial.dimension = columns.size();
   partial.sums.resize(partial.dimension);
@@ -290,7 +290,7 @@ MeanTestMomentsPartial mean_test_moments_local(std::span<const std::span<const d
 
 void mean_test_moments_merge(MeanTestMomentsPartial& into, const MeanTestMomentsPartial& from) {
   if (into.dimension != from.dimension)
-    throw InvalidJob("DP mean test: partial moments of different numbers of variables cannot be merged");
+    throw ParameterError("DP mean test: partial moments of different numbers of variables cannot be merged");
   into.count += from.count;
   for (std::size_t j = 0; j < into.sums.size(); ++j) into.sums[j].merge(from.sums[j]);
   for (std::size_t j = 0; j < into.cross_products.size(); ++j) into.cross_products[j].merge(from.cross_products[j]);
@@ -328,11 +328,11 @@ SampleMoments mean_test_moments_finalize(const MeanTestMomentsPartial& total) {
 
 void validate_dp_mean_test_options(const DpMeanTestOptions& options) {
   if (!(options.epsilon > 0.0) || !std::isfinite(options.epsilon))
-    throw InvalidJob("DP mean test: the privacy budget epsilon must be finite and > 0");
+    throw ParameterError("DP mean test: the privacy budget epsilon must be finite and > 0");
   if (!(options.bound > 0.0) || !std::isfinite(options.bound))
-    throw InvalidJob("DP mean test: the bound m must be finite and > 0");
-  if (!(options.alpha > 0.0 && options.alpha < 1.0)) throw InvalidJob("DP mean test: alpha must lie in (0, 1)");
-  critical_value_rank(options.replicates, options.alpha);  // throws InvalidJob when B is too small for α
+    throw ParameterError("DP mean test: the bound m must be finite and > 0");
+  if (!(options.alpha > 0.0 && options.alpha < 1.0)) throw ParameterError("DP mean test: alpha must lie in (0, 1)");
+  critical_value_rank(options.replicates, options.alpha);  // throws ParameterError when B is too small for α
 }
 
 double dp_mean_noise_scale(std::uint64_t count, std::size_t dimension, const DpMeanTestOptions& options) {
@@ -344,7 +344,7 @@ PrivatizedMoments privatize_moments(const SampleMoments& moments, std::uint64_t 
   validate_dp_mean_test_options(options);
   const std::size_t d = moments.dimension();
   if (d == 0 || moments.covariance.size() != d * d || moments.count < 2)
-    throw InvalidJob("DP mean test: a sample's moments need at least one variable, two records and a d × d covariance");
+    throw ParameterError("DP mean test: a sample's moments need at least one variable, two records and a d × d covariance");
   for (double value : moments.mean)
     if (!(std::fabs(value) <= options.bound))
       throw InvalidInput("DP mean test: a sample mean lies outside [-m, m]; the data exceed the bound m");
@@ -364,7 +364,7 @@ double pooled_t2(std::uint64_t count_x, std::span<const double> mean_x, std::spa
   check_pair(count_x, mean_x.size(), count_y, mean_y.size());
   const std::size_t d = mean_x.size();
   if (covariance_x.size() != d * d || covariance_y.size() != d * d)
-    throw InvalidJob("DP mean test: a covariance matrix is not d × d for the d variables of the means");
+    throw ParameterError("DP mean test: a covariance matrix is not d × d for the d variables of the means");
   return pooled_t2_of(count_x, to_vector(mean_x) - to_vector(mean_y), to_matrix(covariance_x, d), count_y,
                       to_matrix(covariance_y, d), diagonal_correction, nullptr);
 }
@@ -384,7 +384,7 @@ double dp_t2(const PrivatizedMoments& x, const PrivatizedMoments& y, const DpMea
 void dp_bootstrap_replicates(const PrivatizedMoments& x, const PrivatizedMoments& y, const DpMeanTestOptions& options,
                              std::uint64_t first_replicate, std::span<double> out) {
   if (first_replicate == 0)
-    throw InvalidJob("DP mean test: bootstrap replicates are numbered from 1 (0 is the released statistic)");
+    throw ParameterError("DP mean test: bootstrap replicates are numbered from 1 (0 is the released statistic)");
   const BootstrapPlan plan = make_bootstrap_plan(x, y, options);
   const RecordRng rng(options.seed, StepId::kDpMeanTest);
   tbb::parallel_for(tbb::blocked_range<std::size_t>(0, out.size(), 16), [&](const tbb::blocked_range<std::size_t>& range) {
@@ -400,7 +400,7 @@ std::vector<double> dp_bootstrap_replicates(const PrivatizedMoments& x, const Pr
 }
 
 double regularized_gamma_p(double a, double x) {
-  if (!(a > 0.0) || !(x >= 0.0)) throw InvalidJob("regularized_gamma_p: needs a > 0 and x >= 0");
+  if (!(a > 0.0) || !(x >= 0.0)) throw ParameterError("regularized_gamma_p: needs a > 0 and x >= 0");
   if (x == 0.0) return 0.0;
   if (std::isinf(x)) return 1.0;
   const double log_prefix = a * std::log(x) - x - std::lgamma(a);
@@ -438,9 +438,9 @@ double regularized_gamma_p(double a, double x) {
 }
 
 double chi_square_quantile(double p, double degrees_of_freedom) {
-  if (!(p > 0.0 && p < 1.0)) throw InvalidJob("chi-square quantile: the probability must lie in (0, 1)");
+  if (!(p > 0.0 && p < 1.0)) throw ParameterError("chi-square quantile: the probability must lie in (0, 1)");
   if (!(degrees_of_freedom > 0.0) || !std::isfinite(degrees_of_freedom))
-    throw InvalidJob("chi-square quantile: the degrees of freedom must be finite and > 0");
+    throw ParameterError("chi-square quantile: the degrees of freedom must be finite and > 0");
   const double a = degrees_of_freedom / 2.0;
   double low = 0.0;
   double high = std::max(1.0, degrees_of_freedom);
@@ -479,7 +479,7 @@ constexpr double kSqrt3 = 1.7320508075688772935274463415059;
 SampleMoments simulate_cube_sample(const DpLevelStudyOptions& options, std::uint64_t trial, std::uint64_t sample) {
   const std::size_t d = options.dimension;
   const std::uint64_t n = options.group_size;
-  if (d == 0 || n < 2) throw InvalidJob("DP level study: needs at least one variable and two records per sample");
+  if (d == 0 || n < 2) throw ParameterError("DP level study: needs at least one variable and two records per sample");
   const double offset = sample == kSampleY ? options.shift / std::sqrt(static_cast<double>(d)) : 0.0;
   const RecordRng rng(options.seed, StepId::kRiskSimulation);
   if (options.simulation == DpSampleSimulation::kRecords) {

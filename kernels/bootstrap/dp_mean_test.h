@@ -62,7 +62,7 @@
 // the rejection-sampling attempts of an eigenvector draw.
 //
 // Errors: values outside [-m, m] or not finite throw InvalidInput naming the variable; ε, m, α, B and
-// inconsistent samples throw InvalidJob naming the parameter.
+// inconsistent samples throw ParameterError naming the parameter.
 
 #include <cstdint>
 #include <span>
@@ -116,7 +116,7 @@ struct DpMeanTestOptions {
   std::uint64_t seed = 0;
 };
 
-/// Throws InvalidJob naming the parameter: ε and m finite and > 0, α in (0, 1), B >= 1/(1 - α).
+/// Throws ParameterError naming the parameter: ε and m finite and > 0, α in (0, 1), B >= 1/(1 - α).
 void validate_dp_mean_test_options(const DpMeanTestOptions& options);
 
 /// What the curator releases for one sample: X̄^DP and Σ^DP (row-major d × d, symmetric positive

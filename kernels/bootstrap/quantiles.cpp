@@ -21,11 +21,11 @@ __extension__ using U128 = unsigned __int128;
 constexpr double kFuzz = 4.0 * 2.220446049250313e-16;  // R's 4 * .Machine$double.eps
 
 void check_probability(double p) {
-  if (!(p >= 0.0 && p <= 1.0)) throw InvalidJob("quantile probability must lie in [0, 1], got " + std::to_string(p));
+  if (!(p >= 0.0 && p <= 1.0)) throw ParameterError("quantile probability must lie in [0, 1], got " + std::to_string(p));
 }
 
 void check_alpha(double alpha) {
-  if (!(alpha > 0.0 && alpha < 1.0)) throw InvalidJob("alpha must lie in (0, 1), got " + std::to_string(alpha));
+  if (!(alpha > 0.0 && alpha < 1.0)) throw ParameterError("alpha must lie in (0, 1), got " + std::to_string(alpha));
 }
 
 /// p = num / den exactly, from the shortest decimal that reads back as p. nullopt-like flag when the
@@ -210,7 +210,7 @@ std::vector<double> sorted_without_nan(std::span<const double> values, std::uint
 
 QuantileType quantile_type_from_number(int number) {
   if (number < 1 || number > 9)
-    throw InvalidJob("quantile type must be one of 1, 2, 3, 4, 5, 6, 7, 8, 9, got " + std::to_string(number));
+    throw ParameterError("quantile type must be one of 1, 2, 3, 4, 5, 6, 7, 8, 9, got " + std::to_string(number));
   return static_cast<QuantileType>(number);
 }
 
@@ -278,7 +278,7 @@ std::uint64_t critical_value_rank(std::uint64_t replicates, double alpha) {
     rank = static_cast<std::uint64_t>(std::floor((1.0 - alpha) * static_cast<double>(replicates)));
   }
   if (rank == 0)
-    throw InvalidJob("critical value at alpha " + std::to_string(alpha) + " needs more than " +
+    throw ParameterError("critical value at alpha " + std::to_string(alpha) + " needs more than " +
                      std::to_string(replicates) + " replicates");
   return rank;
 }

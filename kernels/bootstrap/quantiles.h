@@ -23,7 +23,7 @@
 //   through; -inf and +inf interpolate to NaN.
 // * Arithmetic (QuantileArithmetic): native evaluates np and h exactly, p read as the decimal rational
 //   of its shortest round-trip representation (0.07 is 7/100); compat-R follows R 4.2 in doubles.
-// * Invalid parameters (p outside [0, 1], alpha outside (0, 1), a type outside 1..9) throw InvalidJob.
+// * Invalid parameters (p outside [0, 1], alpha outside (0, 1), a type outside 1..9) throw ParameterError.
 
 #include <cstdint>
 #include <functional>
@@ -45,7 +45,7 @@ enum class QuantileType : std::uint8_t {
   kType9 = 9,  ///< (3/8, 3/8): approximately unbiased for normal data
 };
 
-/// The type with number 1..9; throws InvalidJob naming the allowed values otherwise.
+/// The type with number 1..9; throws ParameterError naming the allowed values otherwise.
 QuantileType quantile_type_from_number(int number);
 
 enum class QuantileArithmetic : std::uint8_t {
@@ -102,7 +102,7 @@ BootstrapInterval basic_interval(std::span<const double> replicates, double esti
                                  const QuantileOptions& options = {});
 
 /// Rank of the critical value t*_(⌊(1 - α)B⌋) (1-based), with (1 - α)B evaluated exactly (α as its
-/// shortest decimal): B = 200, α = 0.05 -> 190; B = 199 -> 189. Throws InvalidJob when the rank is 0
+/// shortest decimal): B = 200, α = 0.05 -> 190; B = 199 -> 189. Throws ParameterError when the rank is 0
 /// (fewer than 1/(1 - α) replicates).
 std::uint64_t critical_value_rank(std::uint64_t replicates, double alpha);
 

@@ -173,23 +173,23 @@ void FixedPointSum::merge(const FixedPointSum& other) {
 
 double FixedPointSum::value() const { return static_cast<double>(high) + static_cast<double>(low) * 0x1p-64; }
 
-void ReplicateRiskPartial::merge(const ReplicateRiskPartial& other) {
-  SDC_CHECK(first_replicate == other.first_replicate && replicate_count() == other.replicate_count(),
+void replicate_risk_merge(ReplicateRiskPartial& into, const ReplicateRiskPartial& from) {
+  SDC_CHECK(into.first_replicate == from.first_replicate && into.replicate_count() == from.replicate_count(),
             "replicate risk partials of the same replicate range");
-  for (std::size_t b = 0; b < records.size(); ++b) {
-    records[b] += other.records[b];
-    sample_uniques[b] += other.sample_uniques[b];
-    records_below_k[b] += other.records_below_k[b];
-    expected[b].merge(other.expected[b]);
-    unique_survivors[b] += other.unique_survivors[b];
+  for (std::size_t b = 0; b < into.records.size(); ++b) {
+    into.records[b] += from.records[b];
+    into.sample_uniques[b] += from.sample_uniques[b];
+    into.records_below_k[b] += from.records_below_k[b];
+    into.expected[b].merge(from.expected[b]);
+    into.unique_survivors[b] += from.unique_survivors[b];
   }
 }
 
 ReplicateRiskPlan make_replicate_risk_plan(std::span<const std::uint32_t> record_class,
                                            std::span<const std::uint64_t> units, std::span<const double> weights,
                                            const ReplicateRiskOptions& options) {
-  if (options.k < 1) throw InvalidJob("replicate risk: k must be at least 1");
-  if (options.batch_replicates == 0) throw InvalidJob("replicate risk: batch_replicates must be at least 1");
+  if (options.k < 1) throw ParameterError("replicate risk: k must be at least 1");
+  if (options.batch_replicates == 0) throw ParameterError("replicate risk: batch_replicates must be at least 1");
   const std::size_t n = record_class.size();
   if (units.size() != n) throw InvalidInput("replicate risk: the unit ids have a different length than the class ids");
   const bool weighted = options.risk.weighted;
@@ -280,7 +280,7 @@ ReplicateRiskPartial replicate_risk_local(const ReplicateRiskPlan& plan, const R
         for (std::size_t u = 0; u < chunk.size(); ++u) {
           const std::uint32_t m = drawn[b * chunk.size() + u];
           if (m > std::numeric_limits<Multiplicity>::max()) {
-            throw InvalidJob("replicate risk: a unit is drawn more than 65535 times in one replicate");
+            throw ParameterError("replicate risk: a unit is drawn more than 65535 times in one replicate");
           }
           multiplicities[(range.begin() + u) * batch + b] = static_cast<Multiplicity>(m);
         }

@@ -13,7 +13,7 @@
 //                              records are put in a canonical order: by class, then unit id, then
 //                              weight bits, so a class's sums do not depend on the order records arrived
 //   replicate_risk_local       the plan and a replicate range -> per-replicate integer partials
-//   ReplicateRiskPartial::merge adds partials of the same replicate range (associative, commutative)
+//   replicate_risk_merge        adds partials of the same replicate range (associative, commutative)
 //   replicate_risk_finalize    merged partials -> per-replicate statistics
 // Every partial is an integer: counts, and ER as a fixed-point sum in units of 2^-64 in 128 bits (each
 // class's f·r, a double, is truncated to that grid before it is added: an error below 2^-64 per class).
@@ -108,7 +108,7 @@ struct ReplicateRiskPlan {
 /// are taken in id order); units: each record's resampling unit (record id, household id, PSU id);
 /// weights: design weights, empty only when options.risk.weighted is false. Throws InvalidInput naming
 /// the column at fault: unequal lengths, 2^32 or more records, weights that are not finite and
-/// positive, or (native mode) below 1, where the model's F >= f fails. Throws InvalidJob for k < 1 or
+/// positive, or (native mode) below 1, where the model's F >= f fails. Throws ParameterError for k < 1 or
 /// batch_replicates = 0.
 ReplicateRiskPlan make_replicate_risk_plan(std::span<const std::uint32_t> record_class,
                                            std::span<const std::uint64_t> units, std::span<const double> weights,
@@ -127,8 +127,6 @@ struct ReplicateRiskPartial {
   std::vector<std::uint64_t> unique_survivors;
 
   std::size_t replicate_count() const { return records.size(); }
-  /// Adds a partial of the same replicate range (InternalError otherwise).
-  void merge(const ReplicateRiskPartial& other);
   friend bool operator==(const ReplicateRiskPartial&, const ReplicateRiskPartial&) = default;
 };
 
@@ -136,6 +134,8 @@ struct ReplicateRiskPartial {
 /// the current TBB arena; the result does not depend on their number.
 ReplicateRiskPartial replicate_risk_local(const ReplicateRiskPlan& plan, const ReplicateDesign& design,
                                           std::uint64_t first_replicate, std::uint64_t end_replicate);
+/// Adds `from`, a partial of the same replicate range (InternalError otherwise), to `into`.
+void replicate_risk_merge(ReplicateRiskPartial& into, const ReplicateRiskPartial& from);
 
 /// The same statistics for the full sample (every multiplicity 1), as a one-replicate partial (replicate 0).
 ReplicateRiskPartial replicate_risk_full_sample(const ReplicateRiskPlan& plan);

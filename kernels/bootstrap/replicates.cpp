@@ -233,25 +233,25 @@ std::uint64_t binomial_draw(const RecordRng& rng, const DrawCounter& base, std::
 void validate_replicate_design(const ReplicateDesign& design) {
   if (design.scheme != ReplicateScheme::kMultinomial) return;
   const auto& offsets = design.stratum_offsets;
-  if (offsets.size() < 2) throw InvalidJob("bootstrap: stratum_offsets needs at least two entries (one stratum)");
-  if (offsets.size() - 1 >= (std::size_t{1} << 31U)) throw InvalidJob("bootstrap: more than 2^31 - 1 strata");
+  if (offsets.size() < 2) throw ParameterError("bootstrap: stratum_offsets needs at least two entries (one stratum)");
+  if (offsets.size() - 1 >= (std::size_t{1} << 31U)) throw ParameterError("bootstrap: more than 2^31 - 1 strata");
   for (std::size_t h = 0; h + 1 < offsets.size(); ++h) {
     if (offsets[h + 1] < offsets[h]) {
-      throw InvalidJob("bootstrap: stratum_offsets decrease at stratum " + std::to_string(h));
+      throw ParameterError("bootstrap: stratum_offsets decrease at stratum " + std::to_string(h));
     }
   }
   if (!design.stratum_draws.empty() && design.stratum_draws.size() != offsets.size() - 1) {
-    throw InvalidJob("bootstrap: stratum_draws needs one entry per stratum (" + std::to_string(offsets.size() - 1) +
+    throw ParameterError("bootstrap: stratum_draws needs one entry per stratum (" + std::to_string(offsets.size() - 1) +
                      "), got " + std::to_string(design.stratum_draws.size()));
   }
   for (std::size_t h = 0; h + 1 < offsets.size(); ++h) {
     const std::uint64_t size = offsets[h + 1] - offsets[h];
     const std::uint64_t draws = design.stratum_draws.empty() ? size : design.stratum_draws[h];
     if (draws > 0 && size == 0) {
-      throw InvalidJob("bootstrap: stratum " + std::to_string(h) + " has no units but stratum_draws asks for draws");
+      throw ParameterError("bootstrap: stratum " + std::to_string(h) + " has no units but stratum_draws asks for draws");
     }
     if (draws > std::numeric_limits<std::uint32_t>::max()) {
-      throw InvalidJob("bootstrap: stratum_draws of stratum " + std::to_string(h) + " exceeds 2^32 - 1");
+      throw ParameterError("bootstrap: stratum_draws of stratum " + std::to_string(h) + " exceeds 2^32 - 1");
     }
   }
 }

@@ -80,7 +80,7 @@ struct ReplicateDesign {
   }
 };
 
-/// Throws InvalidJob naming the field at fault: multinomial strata must be non-decreasing offsets with at
+/// Throws ParameterError naming the field at fault: multinomial strata must be non-decreasing offsets with at
 /// least one stratum, one draw count per stratum when given, no draws in an empty stratum, fewer than
 /// 2^31 strata.
 void validate_replicate_design(const ReplicateDesign& design);
@@ -118,7 +118,7 @@ struct ReplicateSummary {
 };
 
 /// Summaries of the replicate values of one statistic. Sums are exact until read (ExactSum), so the
-/// result depends on the multiset of replicate values only. Throws InvalidJob unless 0 < α < 1.
+/// result depends on the multiset of replicate values only. Throws ParameterError unless 0 < α < 1.
 ReplicateSummary summarize_replicates(std::span<const double> replicates, double estimate, double alpha = 0.05,
                                       const QuantileOptions& options = {});
 

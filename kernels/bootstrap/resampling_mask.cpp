@@ -12,7 +12,7 @@ namespace sdc {
 std::vector<double> resampling_mask(std::span<const double> values, std::span<const std::int64_t> row_ids,
                                     const ResamplingMaskOptions& options) {
   SDC_CHECK(values.size() == row_ids.size(), "one row id per value");
-  if (options.samples == 0) throw InvalidJob("resampling mask: the number of samples must be at least 1");
+  if (options.samples == 0) throw ParameterError("resampling mask: the number of samples must be at least 1");
   std::vector<double> masked(values.begin(), values.end());
 
   // Positions of the non-missing values in ascending order, ties by row id.

@@ -24,7 +24,7 @@ struct ResamplingMaskOptions {
 
 /// Masked values, one per input value in input order. `row_ids` break ties between equal values (the
 /// record with the smaller row id gets the smaller order statistic); NaN values are missing and stay
-/// NaN, and the others are masked among themselves. Throws InvalidJob when samples is 0.
+/// NaN, and the others are masked among themselves. Throws ParameterError when samples is 0.
 std::vector<double> resampling_mask(std::span<const double> values, std::span<const std::int64_t> row_ids,
                                     const ResamplingMaskOptions& options);
 

@@ -46,10 +46,23 @@ class IoError : public Error {
   explicit IoError(const std::string& message) : Error(ExitCode::kIo, message) {}
 };
 
+/// A kernel cannot apply its parameters to the data: a model grid too large to index, a generator
+/// naming no key, a negative radius. Kernels throw this (or InvalidInput, InternalError), never a
+/// command-line category: the engine step that chose the parameters maps it to the error of its
+/// flags where it can name them (the log-linear measure makes a bad model a usage error of
+/// --loglinear-model); otherwise it ends the run as a job error (exit 4).
+class ParameterError : public Error {
+ public:
+  explicit ParameterError(const std::string& message) : Error(ExitCode::kInvalidJob, message) {}
+};
+
 class InternalError : public Error {
  public:
   explicit InternalError(const std::string& message) : Error(ExitCode::kInternal, message) {}
 };
+
+/// Throws the error type of `code` (an error sent from another rank keeps its type).
+[[noreturn]] void throw_error(ExitCode code, const std::string& message);
 
 [[noreturn]] void throw_check_failure(const char* condition, const char* file, int line, const std::string& message);
 

@@ -34,7 +34,8 @@ enum class StepId : std::uint64_t {
   kDpMeanTest = 11,  ///< DP mean test (bootstrap/dp_mean_test.h): privacy noise (unit = sample; replicate = b)
   kResamplingMask = 12,  ///< resampling as masking (bootstrap/resampling_mask.h): the t sorted bootstrap samples
   // PRAM (kernels/perturbation/pram.h, docs/pram.md).
-  kPramMatrix = 13,  ///< the reference construction's diagonal d_k ~ U(pd, 1) (unit = category; draw = stratum id)
+  kPramMatrix = 13,  ///< the reference construction's diagonal d_k ~ U(pd, 1) (unit = category; draw = stratum id;
+                     ///< replicate = the variable's position in the step)
   kPram = 14,        ///< a record's released category (unit = record; draw = the variable's position in the step)
 };
 
@@ -42,7 +43,9 @@ enum class StepId : std::uint64_t {
 struct DrawCounter {
   std::uint64_t unit = 0;
   std::uint64_t draw = 0;       ///< draws beyond the four words of one block raise this
-  std::uint64_t replicate = 0;  ///< bootstrap replicate
+  /// The bootstrap replicate; a step without replicates may use it for a second index of its draws
+  /// (PRAM's matrices: the variable), as its StepId's line says.
+  std::uint64_t replicate = 0;
   std::uint64_t attempt = 0;    ///< retries of rejection sampling
 };
 

@@ -288,10 +288,9 @@ struct CensusGenerator::Household {
 };
 
 CensusGenerator::CensusGenerator(const CensusOptions& options) : options_(options) {
-  if (options.households < 1 || options.households > (std::int64_t{1} << 40))
-    throw UsageError("generate census: --households must be between 1 and 2^40");
-  if (!(options.sample_fraction > 0.0 && options.sample_fraction <= 1.0))
-    throw UsageError("generate census: --sample-fraction must lie in (0, 1]");
+  // The command bounds both before anything runs (docs/cli.md).
+  SDC_CHECK(options.households >= 1 && options.households <= (std::int64_t{1} << 40), "households out of range");
+  SDC_CHECK(options.sample_fraction > 0.0 && options.sample_fraction <= 1.0, "sample fraction outside (0, 1]");
   const std::int64_t n = options.households;
   geography_ = make_geography(n);
   const auto areas = static_cast<std::size_t>(geography_.lau2_count);

@@ -1,6 +1,7 @@
 #include "kernels/perturbation/pram.h"
 
 #include <Eigen/LU>
+#include <tbb/parallel_for.h>
 
 #include <algorithm>
 #include <cmath>
@@ -8,6 +9,7 @@
 #include <sstream>
 #include <stdexcept>
 
+#include "kernels/core/error.h"
 #include "kernels/core/exact_sum.h"
 
 namespace sdc {
@@ -69,7 +71,7 @@ PramMatrix pram_band_matrix(std::int64_t categories, double p, std::int64_t band
 
 PramMatrix pram_frequency_matrix(std::span<const std::int64_t> counts, double p) {
   const auto k = static_cast<Eigen::Index>(counts.size());
-  if (k < 3) throw std::invalid_argument("the nF family needs at least 3 categories");
+  SDC_CHECK(k >= 3, "the nF family needs at least 3 categories (the step checks it)");
   const double n = total_of(counts);
   PramMatrix m(k, k);
   for (Eigen::Index row = 0; row < k; ++row) {
@@ -362,6 +364,26 @@ PramInformationLoss pram_information_loss(std::span<const std::int64_t> original
   out.cv = median(cv);
   out.mcv = maximum(cv);
   return out;
+}
+
+std::int64_t pram_draw_in_blocks(std::span<const std::int32_t> original, std::span<const std::int32_t> strata,
+                                 std::span<const PramSampler> samplers, std::uint64_t seed, std::uint64_t variable,
+                                 std::int64_t first_row_id, std::span<std::int32_t> released,
+                                 std::span<std::uint8_t> changed) {
+  constexpr std::size_t kDrawBlock = std::size_t{1} << 16;
+  const std::size_t n = original.size();
+  const std::size_t blocks = (n + kDrawBlock - 1) / kDrawBlock;
+  std::vector<std::int64_t> changes(blocks, 0);
+  tbb::parallel_for(std::size_t{0}, blocks, [&](std::size_t b) {
+    const std::size_t begin = b * kDrawBlock;
+    const std::size_t size = std::min(kDrawBlock, n - begin);
+    changes[b] = pram_draw(original.subspan(begin, size), strata.empty() ? strata : strata.subspan(begin, size), samplers,
+                           seed, variable, first_row_id + static_cast<std::int64_t>(begin), released.subspan(begin, size),
+                           changed.subspan(begin, size));
+  });
+  std::int64_t total = 0;
+  for (std::int64_t c : changes) total += c;
+  return total;
 }
 
 }  // namespace sdc

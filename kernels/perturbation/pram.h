@@ -133,6 +133,13 @@ std::int64_t pram_draw(std::span<const std::int32_t> original, std::span<const s
                        std::span<const PramSampler> samplers, std::uint64_t seed, std::uint64_t variable,
                        std::int64_t first_row_id, std::span<std::int32_t> released, std::span<std::uint8_t> changed);
 
+/// pram_draw on all threads, in blocks of 65 536 records: the draws are keyed by row id, so blocks
+/// and threads change nothing.
+std::int64_t pram_draw_in_blocks(std::span<const std::int32_t> original, std::span<const std::int32_t> strata,
+                                 std::span<const PramSampler> samplers, std::uint64_t seed, std::uint64_t variable,
+                                 std::int64_t first_row_id, std::span<std::int32_t> released,
+                                 std::span<std::uint8_t> changed);
+
 // ---- estimation (perturbation.md §1, "Estimation") ----
 
 /// E(T_X | ξ) = Pᵀ T_ξ.

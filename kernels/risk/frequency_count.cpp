@@ -29,7 +29,9 @@ LocalFrequencyCount frequency_count_local(const KeyColumns& keys, std::span<cons
   return local;
 }
 
-FrequencyClasses frequency_count_merge(const FrequencyClasses& a, const FrequencyClasses& b) {
+namespace {
+
+FrequencyClasses frequency_count_merged(const FrequencyClasses& a, const FrequencyClasses& b) {
   if (a.class_count() == 0) return b;
   if (b.class_count() == 0) return a;
   SDC_CHECK(a.key_count == b.key_count, "merging class lists of different keys");
@@ -61,6 +63,10 @@ FrequencyClasses frequency_count_merge(const FrequencyClasses& a, const Frequenc
   return out;
 }
 
+}  // namespace
+
+void frequency_count_merge(FrequencyClasses& into, const FrequencyClasses& from) { into = frequency_count_merged(into, from); }
+
 RecordFrequencies frequency_count_assign(std::span<const std::uint32_t> record_class,
                                          std::span<const std::int64_t> class_counts,
                                          std::span<const double> class_weights) {
@@ -76,7 +82,7 @@ RecordFrequencies frequency_count_assign(std::span<const std::uint32_t> record_c
   return out;
 }
 
-FrequencySummary summarize_frequencies(std::span<const std::int64_t> class_counts, std::int64_t k) {
+FrequencySummary frequency_count_finalize(std::span<const std::int64_t> class_counts, std::int64_t k) {
   FrequencySummary summary;
   summary.k = k;
   summary.classes = static_cast<std::int64_t>(class_counts.size());

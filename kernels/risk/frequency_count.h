@@ -7,7 +7,7 @@
 //   frequency_count_local    records of one block  -> classes with counts and exact weight sums
 //   frequency_count_merge    two class lists       -> their sorted union (associative, commutative)
 //   frequency_count_assign   global class totals   -> per-record fk and fk_weighted
-//   summarize_frequencies    global classes        -> report figures
+//   frequency_count_finalize global classes        -> report figures
 // Weighted sums are exact until read (ExactSum), so F_k has the same bits however the records are split.
 
 #include <cstdint>
@@ -42,7 +42,7 @@ struct LocalFrequencyCount {
 LocalFrequencyCount frequency_count_local(const KeyColumns& keys, std::span<const double> weights);
 
 /// The sorted union of two class lists, counts and weights added for equal tuples.
-FrequencyClasses frequency_count_merge(const FrequencyClasses& a, const FrequencyClasses& b);
+void frequency_count_merge(FrequencyClasses& into, const FrequencyClasses& from);
 
 /// Per record: fk = f of its class, fk_weighted = F of its class (rounded once from the exact sum).
 struct RecordFrequencies {
@@ -61,7 +61,7 @@ struct FrequencySummary {
   std::int64_t classes_below_k = 0;
   std::int64_t k = 0;
 };
-FrequencySummary summarize_frequencies(std::span<const std::int64_t> class_counts, std::int64_t k);
+FrequencySummary frequency_count_finalize(std::span<const std::int64_t> class_counts, std::int64_t k);
 
 /// Index of the first record with a missing (-1) code in any key, and that key; nullopt when complete.
 struct MissingKey {

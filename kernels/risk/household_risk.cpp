@@ -74,9 +74,9 @@ std::vector<double> household_risk(std::span<const std::int64_t> household_ids, 
   return out;
 }
 
-void GlobalRiskPartial::merge(const GlobalRiskPartial& other) {
-  expected.merge(other.expected);
-  records += other.records;
+void global_risk_merge(GlobalRiskPartial& into, const GlobalRiskPartial& from) {
+  into.expected.merge(from.expected);
+  into.records += from.records;
 }
 
 GlobalRiskPartial global_risk_local(std::span<const double> risk) {
@@ -109,14 +109,17 @@ RiskHistogram risk_histogram_local(std::span<const double> risk) {
   while (round.size() > 1) {
     std::vector<RiskHistogram> next((round.size() + 1) / 2);
     tbb::parallel_for(std::size_t{0}, next.size(), [&](std::size_t i) {
-      next[i] = 2 * i + 1 < round.size() ? risk_histogram_merge(round[2 * i], round[2 * i + 1]) : std::move(round[2 * i]);
+      if (2 * i + 1 < round.size()) risk_histogram_merge(round[2 * i], round[2 * i + 1]);
+      next[i] = std::move(round[2 * i]);
     });
     round = std::move(next);
   }
   return std::move(round.front());
 }
 
-RiskHistogram risk_histogram_merge(const RiskHistogram& a, const RiskHistogram& b) {
+namespace {
+
+RiskHistogram risk_histogram_merged(const RiskHistogram& a, const RiskHistogram& b) {
   RiskHistogram out;
   out.values.reserve(a.values.size() + b.values.size());
   out.counts.reserve(a.values.size() + b.values.size());
@@ -137,9 +140,13 @@ RiskHistogram risk_histogram_merge(const RiskHistogram& a, const RiskHistogram& 
   return out;
 }
 
+}  // namespace
+
+void risk_histogram_merge(RiskHistogram& into, const RiskHistogram& from) { into = risk_histogram_merged(into, from); }
+
 RiskThreshold risk_threshold(const RiskHistogram& histogram, double rho) {
   if (!(rho > 0.0 && rho < 1.0))
-    throw InvalidJob("risk threshold: the target global risk must lie strictly between 0 and 1, got " +
+    throw ParameterError("risk threshold: the target global risk must lie strictly between 0 and 1, got " +
                      std::to_string(rho));
   const std::size_t distinct = histogram.values.size();
   // rest[d] = Σ of the risks at or below values[d] (= S_rest(j) at the run's first position j).
@@ -170,12 +177,12 @@ RiskThreshold risk_threshold(const RiskHistogram& histogram, double rho) {
   return out;
 }
 
-void MarketerRiskPartial::merge(const MarketerRiskPartial& other) {
-  classes += other.classes;
-  records += other.records;
-  invalid_records += other.invalid_records;
-  certain.merge(other.certain);
-  valid.merge(other.valid);
+void marketer_risk_merge(MarketerRiskPartial& into, const MarketerRiskPartial& from) {
+  into.classes += from.classes;
+  into.records += from.records;
+  into.invalid_records += from.invalid_records;
+  into.certain.merge(from.certain);
+  into.valid.merge(from.valid);
 }
 
 MarketerRiskPartial marketer_risk_local(std::span<const std::int64_t> f, std::span<const double> F) {

@@ -36,13 +36,12 @@ std::vector<double> household_risk(std::span<const std::int64_t> household_ids, 
 struct GlobalRiskPartial {
   ExactSum expected;         ///< Σ r_i, exact
   std::int64_t records = 0;  ///< n
-
-  /// Adds another partial; associative and commutative.
-  void merge(const GlobalRiskPartial& other);
 };
 
 /// The partial of a block of per-record risks (individual or household risks).
 GlobalRiskPartial global_risk_local(std::span<const double> risk);
+/// Adds `from` to `into`; associative and commutative.
+void global_risk_merge(GlobalRiskPartial& into, const GlobalRiskPartial& from);
 
 struct GlobalRisk {
   std::int64_t records = 0;
@@ -62,7 +61,7 @@ struct RiskHistogram {
 
 RiskHistogram risk_histogram_local(std::span<const double> risk);
 /// The union of two histograms, counts added for equal values; associative and commutative.
-RiskHistogram risk_histogram_merge(const RiskHistogram& a, const RiskHistogram& b);
+void risk_histogram_merge(RiskHistogram& into, const RiskHistogram& from);
 
 struct RiskThreshold {
   /// The risk r_j such that lowering every higher risk to r_j meets the target; 0 when no value
@@ -74,7 +73,7 @@ struct RiskThreshold {
 
 /// risk.md §5: sort r descending, T = ρ·n, S = Σ r. S < T -> already safe. Otherwise the first j
 /// (at the start of a run of equal values) with Σ_{i>=j} r_i + r_j·j < T gives r_j; none gives 0.
-/// The test sums are exact before the comparison. Throws InvalidJob unless 0 < ρ < 1.
+/// The test sums are exact before the comparison. Throws ParameterError unless 0 < ρ < 1.
 RiskThreshold risk_threshold(const RiskHistogram& histogram, double rho);
 
 // ---- marketer risks (§6) -----------------------------------------------------------------------
@@ -85,12 +84,12 @@ struct MarketerRiskPartial {
   std::int64_t invalid_records = 0;  ///< n_r: records in classes with f > F
   ExactSum certain;                  ///< Σ_i 1 / max(F_i, f_i)
   ExactSum valid;                    ///< Σ_{valid i} 1 / F_i
-
-  void merge(const MarketerRiskPartial& other);
 };
 
 /// Classes of the internal file D with sizes `f` and their counts `F` in the external file E.
 MarketerRiskPartial marketer_risk_local(std::span<const std::int64_t> f, std::span<const double> F);
+/// Adds `from` to `into`; associative and commutative.
+void marketer_risk_merge(MarketerRiskPartial& into, const MarketerRiskPartial& from);
 
 struct MarketerRisk {
   double im = 0.0;    ///< J / n

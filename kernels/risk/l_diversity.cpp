@@ -78,7 +78,9 @@ LocalSensitiveClasses l_diversity_local(const KeyColumns& keys, std::span<const 
   return local;
 }
 
-SensitiveClasses l_diversity_merge(const SensitiveClasses& a, const SensitiveClasses& b) {
+namespace {
+
+SensitiveClasses l_diversity_merged(const SensitiveClasses& a, const SensitiveClasses& b) {
   SDC_CHECK(a.class_count() == 0 || b.class_count() == 0 || a.key_count == b.key_count,
             "merged class lists have the same keys");
   SensitiveClasses out;
@@ -120,6 +122,10 @@ SensitiveClasses l_diversity_merge(const SensitiveClasses& a, const SensitiveCla
   }
   return out;
 }
+
+}  // namespace
+
+void l_diversity_merge(SensitiveClasses& into, const SensitiveClasses& from) { into = l_diversity_merged(into, from); }
 
 LDiversity l_diversity_finalize(const SensitiveClasses& classes, const LDiversityOptions& options) {
   const std::size_t count = classes.class_count();

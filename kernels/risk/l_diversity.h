@@ -52,7 +52,7 @@ struct LocalSensitiveClasses {
 LocalSensitiveClasses l_diversity_local(const KeyColumns& keys, std::span<const std::int32_t> sensitive);
 
 /// The sorted union of two class lists; equal tuples get their category counts added.
-SensitiveClasses l_diversity_merge(const SensitiveClasses& a, const SensitiveClasses& b);
+void l_diversity_merge(SensitiveClasses& into, const SensitiveClasses& from);
 
 struct LDiversityOptions {
   double c = 2.0;       ///< recursion constant of recursive (c,l)-diversity

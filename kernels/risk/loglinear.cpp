@@ -274,19 +274,17 @@ Table product_sum(const LogLinearModelSpec& spec, const std::vector<const Table*
   return result;
 }
 
-/// The fitted margin over `target` by variable elimination, or nullopt when some intermediate table
-/// would exceed `limit` cells. Greedy order: the key whose elimination touches the fewest cells.
-/// Exact on any model; its cost is the grid's only for dense interaction graphs (all two-way).
-std::optional<std::vector<double>> eliminate_to(const LogLinearModelSpec& spec,
-                                                const std::vector<std::vector<double>>& factors,
-                                                const std::vector<std::size_t>& target, std::uint64_t limit) {
-  std::vector<Table> live;
-  for (std::size_t g = 0; g < spec.generators.size(); ++g) live.push_back({spec.generators[g], factors[g]});
+}  // namespace
+
+std::optional<std::vector<EliminationStep>> loglinear_elimination_plan(const LogLinearModelSpec& spec,
+                                                                       const std::vector<std::size_t>& target,
+                                                                       std::uint64_t limit) {
+  std::vector<std::vector<std::size_t>> live = spec.generators;  // the key sets of the live tables
   std::vector<std::size_t> remaining;
   for (std::size_t j = 0; j < spec.key_count(); ++j) {
     if (!std::binary_search(target.begin(), target.end(), j)) remaining.push_back(j);
   }
-  double scalar = 1.0;
+  std::vector<EliminationStep> plan;
   while (!remaining.empty()) {
     std::size_t best = 0;
     double best_cost = std::numeric_limits<double>::infinity();
@@ -294,8 +292,8 @@ std::optional<std::vector<double>> eliminate_to(const LogLinearModelSpec& spec,
     for (std::size_t r = 0; r < remaining.size(); ++r) {
       const std::size_t v = remaining[r];
       std::set<std::size_t> scope;
-      for (const auto& t : live) {
-        if (std::binary_search(t.keys.begin(), t.keys.end(), v)) scope.insert(t.keys.begin(), t.keys.end());
+      for (const auto& keys : live) {
+        if (std::binary_search(keys.begin(), keys.end(), v)) scope.insert(keys.begin(), keys.end());
       }
       double cost = 1.0;
       for (std::size_t j : scope) cost *= spec.level_counts[j];
@@ -311,16 +309,57 @@ std::optional<std::vector<double>> eliminate_to(const LogLinearModelSpec& spec,
     const std::size_t v = remaining[best];
     remaining.erase(remaining.begin() + static_cast<std::ptrdiff_t>(best));
     if (best_union.empty()) {
-      scalar *= spec.level_counts[v];
+      plan.push_back({v, {}});
       continue;
     }
     if (best_cost / spec.level_counts[v] > static_cast<double>(limit)) return std::nullopt;
+    std::vector<std::size_t> reduced = best_union;
+    reduced.erase(std::find(reduced.begin(), reduced.end(), v));
+    std::vector<std::vector<std::size_t>> kept;
+    for (auto& keys : live) {
+      if (!std::binary_search(keys.begin(), keys.end(), v)) kept.push_back(std::move(keys));
+    }
+    kept.push_back(std::move(reduced));
+    live = std::move(kept);
+    plan.push_back({v, std::move(best_union)});
+  }
+  return plan;
+}
+
+std::uint64_t loglinear_streamed_cells_per_sweep(const LogLinearModelSpec& spec, const LogLinearFitOptions& options) {
+  const std::uint64_t grid = loglinear_grid_size(spec);
+  std::uint64_t cells = 0;
+  for (const auto& generator : spec.generators)
+    if (!loglinear_elimination_plan(spec, generator, options.elimination_limit)) cells += grid;
+  return cells;
+}
+
+namespace {
+
+/// The fitted margin over `target` by variable elimination in the order of loglinear_elimination_plan,
+/// or nullopt when some intermediate table would exceed `limit` cells. Exact on any model; its cost
+/// is the grid's only for dense interaction graphs (all two-way).
+std::optional<std::vector<double>> eliminate_to(const LogLinearModelSpec& spec,
+                                                const std::vector<std::vector<double>>& factors,
+                                                const std::vector<std::size_t>& target, std::uint64_t limit) {
+  const auto plan = loglinear_elimination_plan(spec, target, limit);
+  if (!plan) return std::nullopt;
+  std::vector<Table> live;
+  for (std::size_t g = 0; g < spec.generators.size(); ++g) live.push_back({spec.generators[g], factors[g]});
+  double scalar = 1.0;
+  for (const EliminationStep& step : *plan) {
+    const std::size_t v = step.key;
+    if (step.scope.empty()) {
+      scalar *= spec.level_counts[v];
+      continue;
+    }
     std::vector<const Table*> involved;
     for (const auto& t : live) {
       if (std::binary_search(t.keys.begin(), t.keys.end(), v)) involved.push_back(&t);
     }
-    best_union.erase(std::find(best_union.begin(), best_union.end(), v));
-    Table reduced = product_sum(spec, involved, best_union, v);
+    std::vector<std::size_t> kept_keys = step.scope;
+    kept_keys.erase(std::find(kept_keys.begin(), kept_keys.end(), v));
+    Table reduced = product_sum(spec, involved, kept_keys, v);
     std::vector<Table> kept;
     for (auto& t : live) {
       if (!std::binary_search(t.keys.begin(), t.keys.end(), v)) kept.push_back(std::move(t));
@@ -438,7 +477,7 @@ std::uint64_t loglinear_grid_size(const LogLinearModelSpec& spec) {
   for (std::size_t j = 0; j < spec.key_count(); ++j) {
     const auto levels = static_cast<std::uint64_t>(spec.level_counts[j]);
     if (levels != 0 && size > (std::uint64_t{1} << 62) / levels) {
-      throw InvalidJob("log-linear model: the grid of the key levels has more than 2^62 cells");
+      throw ParameterError("log-linear model: the grid of the key levels has more than 2^62 cells");
     }
     size *= levels;
   }
@@ -447,11 +486,11 @@ std::uint64_t loglinear_grid_size(const LogLinearModelSpec& spec) {
 
 LogLinearModelSpec canonical_model(const LogLinearModelSpec& spec) {
   const std::size_t m = spec.key_count();
-  if (m == 0) throw InvalidJob("log-linear model: no key variables");
-  if (m > 64) throw InvalidJob("log-linear model: more than 64 key variables");
+  if (m == 0) throw ParameterError("log-linear model: no key variables");
+  if (m > 64) throw ParameterError("log-linear model: more than 64 key variables");
   for (std::size_t j = 0; j < m; ++j) {
     if (spec.level_counts[j] < 1) {
-      throw InvalidJob("log-linear model: key " + std::to_string(j) + " has no observed level");
+      throw ParameterError("log-linear model: key " + std::to_string(j) + " has no observed level");
     }
   }
   loglinear_grid_size(spec);
@@ -460,15 +499,15 @@ LogLinearModelSpec canonical_model(const LogLinearModelSpec& spec) {
   std::vector<std::vector<std::size_t>> sorted;
   for (std::size_t g = 0; g < spec.generators.size(); ++g) {
     auto keys = spec.generators[g];
-    if (keys.empty()) throw InvalidJob("log-linear model: generator " + std::to_string(g) + " is empty");
+    if (keys.empty()) throw ParameterError("log-linear model: generator " + std::to_string(g) + " is empty");
     std::sort(keys.begin(), keys.end());
     keys.erase(std::unique(keys.begin(), keys.end()), keys.end());
     if (keys.back() >= m) {
-      throw InvalidJob("log-linear model: generator " + std::to_string(g) + " names key " +
+      throw ParameterError("log-linear model: generator " + std::to_string(g) + " names key " +
                        std::to_string(keys.back()) + " of " + std::to_string(m));
     }
     if (layout_of(spec, keys).size > kMaxMarginCells) {
-      throw InvalidJob("log-linear model: the margin of generator " + std::to_string(g) + " has more than 2^28 cells");
+      throw ParameterError("log-linear model: the margin of generator " + std::to_string(g) + " has more than 2^28 cells");
     }
     sorted.push_back(std::move(keys));
   }
@@ -490,12 +529,12 @@ LogLinearModelSpec canonical_model(const LogLinearModelSpec& spec) {
     if (!covered) canonical.generators.push_back({j});
   }
   if (spec.structural_zeros.size() % m != 0) {
-    throw InvalidJob("log-linear model: the structural zeros are not whole key tuples");
+    throw ParameterError("log-linear model: the structural zeros are not whole key tuples");
   }
   for (std::size_t i = 0; i < spec.structural_zeros.size(); ++i) {
     const std::size_t j = i % m;
     if (spec.structural_zeros[i] < 0 || spec.structural_zeros[i] >= spec.level_counts[j]) {
-      throw InvalidJob("log-linear model: structural zero " + std::to_string(i / m) + " lies outside the levels of key " +
+      throw ParameterError("log-linear model: structural zero " + std::to_string(i / m) + " lies outside the levels of key " +
                        std::to_string(j));
     }
   }
@@ -567,7 +606,7 @@ LogLinearFit fit_loglinear(const LogLinearModelSpec& spec, const MarginCounts& o
     SDC_CHECK(observed.counts[g].size() == layouts[g].size, "observed margin of the generator's size");
   }
   if (options.max_sweeps < 1 || !(options.tolerance > 0.0)) {
-    throw InvalidJob("log-linear fit: max_sweeps must be >= 1 and tolerance > 0");
+    throw ParameterError("log-linear fit: max_sweeps must be >= 1 and tolerance > 0");
   }
   const auto structural = structural_linear(spec);
   LogLinearFit fit;
@@ -613,7 +652,7 @@ std::vector<double> loglinear_fitted_margin(const LogLinearModelSpec& spec, cons
   std::vector<std::size_t> target(keys.begin(), keys.end());
   for (std::size_t p = 0; p < target.size(); ++p) {
     if (target[p] >= spec.key_count() || (p > 0 && target[p] <= target[p - 1])) {
-      throw InvalidJob("log-linear fitted margin: keys must be increasing key indices");
+      throw ParameterError("log-linear fitted margin: keys must be increasing key indices");
     }
   }
   return fitted_margin(spec, generator_layouts(spec), fit.factors, target, structural_linear(spec),
@@ -635,7 +674,7 @@ double loglinear_fitted_cell(const LogLinearModelSpec& spec, const LogLinearFit&
 std::int64_t loglinear_parameter_count(const LogLinearModelSpec& spec) {
   std::set<std::uint64_t> terms;
   for (const auto& g : spec.generators) {
-    if (g.size() > 24) throw InvalidJob("log-linear model: a generator of more than 24 keys");
+    if (g.size() > 24) throw ParameterError("log-linear model: a generator of more than 24 keys");
     const std::uint64_t subsets = std::uint64_t{1} << g.size();
     for (std::uint64_t s = 0; s < subsets; ++s) {
       std::uint64_t mask = 0;
@@ -708,7 +747,7 @@ LogLinearScore score_loglinear_model(const LogLinearModelSpec& spec, const LogLi
 }
 
 LogLinearSelection choose_loglinear_model(std::span<const LogLinearScore> scores) {
-  if (scores.empty()) throw InvalidJob("log-linear model selection: no candidate models");
+  if (scores.empty()) throw ParameterError("log-linear model selection: no candidate models");
   LogLinearSelection selection;
   selection.candidates.assign(scores.begin(), scores.end());
   for (std::size_t i = 1; i < scores.size(); ++i) {
@@ -745,12 +784,12 @@ LogLinearRiskPartial loglinear_risk_local(const LogLinearModelSpec& spec, const 
   if (native) {
     if (options.sampling_fraction) {
       const double pi = *options.sampling_fraction;
-      if (!(pi > 0.0 && pi <= 1.0)) throw InvalidJob("log-linear risk: sampling fraction outside (0, 1]");
+      if (!(pi > 0.0 && pi <= 1.0)) throw ParameterError("log-linear risk: sampling fraction outside (0, 1]");
     } else if (classes.weight_sums.size() != classes.class_count()) {
-      throw InvalidJob("log-linear risk: neither a sampling fraction nor the classes' weight sums");
+      throw ParameterError("log-linear risk: neither a sampling fraction nor the classes' weight sums");
     }
   } else if (classes.inverse_weight_sums.size() != classes.class_count()) {
-    throw InvalidJob("log-linear risk (compat): the classes' sums of inverse weights are missing");
+    throw ParameterError("log-linear risk (compat): the classes' sums of inverse weights are missing");
   }
   const auto mu = class_means(spec, fit, classes);
   LogLinearRiskPartial partial;
@@ -860,7 +899,7 @@ ParametricDraw draw_parametric_replicate(const LogLinearModelSpec& spec, const L
                                          std::uint64_t replicate, std::uint64_t cell_begin, std::uint64_t cell_end) {
   check_fit_shape(spec, fit);
   const std::uint64_t grid = loglinear_grid_size(spec);
-  if (cell_begin > cell_end || cell_end > grid) throw InvalidJob("parametric bootstrap: cell range outside the grid");
+  if (cell_begin > cell_end || cell_end > grid) throw ParameterError("parametric bootstrap: cell range outside the grid");
   const auto layouts = generator_layouts(spec);
   const auto structural = structural_linear(spec);
   const RecordRng rng(seed, StepId::kBootstrapParametric);
@@ -898,7 +937,7 @@ ParametricDraw draw_parametric_replicate(const LogLinearModelSpec& spec, const L
 TauReplicate tau_replicate(const LogLinearModelSpec& spec, const LogLinearFit& fit, std::uint64_t replicate,
                            std::uint64_t seed, double sampling_fraction, const LogLinearFitOptions& options) {
   if (!(sampling_fraction > 0.0 && sampling_fraction <= 1.0)) {
-    throw InvalidJob("parametric bootstrap of tau: sampling fraction outside (0, 1]");
+    throw ParameterError("parametric bootstrap of tau: sampling fraction outside (0, 1]");
   }
   const ParametricDraw draw = draw_parametric_replicate(spec, fit, seed, replicate, 0, loglinear_grid_size(spec));
   const LogLinearFit refit = fit_loglinear(spec, draw.margins, options, &fit);

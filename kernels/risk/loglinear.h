@@ -60,10 +60,10 @@ LogLinearModelSpec all_two_way_model(std::span<const std::int32_t> level_counts)
 
 /// Checks the spec and puts it in canonical form: keys of a generator sorted, duplicate generators
 /// and generators contained in another removed (IPF order of the rest kept), keys absent from every
-/// generator added as one-way terms, structural zeros sorted and deduplicated. Throws InvalidJob.
+/// generator added as one-way terms, structural zeros sorted and deduplicated. Throws ParameterError.
 LogLinearModelSpec canonical_model(const LogLinearModelSpec& spec);
 
-/// Number of cells of the grid (throws InvalidJob when it overflows 64 bits).
+/// Number of cells of the grid (throws ParameterError when it overflows 64 bits).
 std::uint64_t loglinear_grid_size(const LogLinearModelSpec& spec);
 
 /// Dense observed counts, one table per generator of the (canonical) spec.
@@ -99,6 +99,27 @@ struct LogLinearFitOptions {
   /// Largest intermediate table (cells) variable elimination may build; beyond it the grid is streamed.
   std::uint64_t elimination_limit = std::uint64_t{1} << 24;
 };
+
+/// One key summed out by variable elimination: the product of the live tables holding `key`, over
+/// the keys of `scope` (sorted, `key` among them), summed over `key`, becomes one table. An empty
+/// scope means no table holds the key: summing it out multiplies by its number of levels.
+struct EliminationStep {
+  std::size_t key = 0;
+  std::vector<std::size_t> scope;
+};
+
+/// The order in which variable elimination sums out the keys outside `target` (sorted): greedily the
+/// key whose product touches the fewest cells, of equal work the one with most levels. None when an
+/// intermediate table would exceed `limit` cells: the fitted margin over `target` then streams the
+/// grid. The order depends on the model alone, so the step that checks a model's cost and the fit
+/// that runs it take the same one.
+std::optional<std::vector<EliminationStep>> loglinear_elimination_plan(const LogLinearModelSpec& spec,
+                                                                       const std::vector<std::size_t>& target,
+                                                                       std::uint64_t limit);
+
+/// Grid cells one IPF sweep streams: the grid for every generator whose margin has no elimination
+/// plan within `options.elimination_limit`, 0 when every margin comes from elimination.
+std::uint64_t loglinear_streamed_cells_per_sweep(const LogLinearModelSpec& spec, const LogLinearFitOptions& options);
 
 enum class FittedMarginMethod {
   kElimination,  ///< variable elimination on the factor graph
@@ -144,11 +165,13 @@ std::int64_t loglinear_parameter_count(const LogLinearModelSpec& spec);
 struct LogLikelihoodPartial {
   ExactSum class_term;
   std::int64_t impossible_classes = 0;
-  void merge(const LogLikelihoodPartial& other) {
-    class_term.merge(other.class_term);
-    impossible_classes += other.impossible_classes;
-  }
 };
+
+/// Adds `from` to `into`; associative and commutative.
+inline void loglinear_loglik_merge(LogLikelihoodPartial& into, const LogLikelihoodPartial& from) {
+  into.class_term.merge(from.class_term);
+  into.impossible_classes += from.impossible_classes;
+}
 LogLikelihoodPartial loglinear_loglik_local(const LogLinearModelSpec& spec, const LogLinearFit& fit,
                                             const LogLinearClasses& classes);
 

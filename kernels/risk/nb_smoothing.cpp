@@ -182,9 +182,9 @@ Eigen::VectorXd ridge_solve(const Eigen::MatrixXd& negated_hessian, const Eigen:
 
 std::vector<std::int32_t> nb_neighbourhood_offsets(const NbNeighbourhoodShape& shape) {
   if (shape.sup_radius < 0)
-    throw InvalidJob("NB smoothing: the neighbourhood radius c must be >= 0, got " + std::to_string(shape.sup_radius));
+    throw ParameterError("NB smoothing: the neighbourhood radius c must be >= 0, got " + std::to_string(shape.sup_radius));
   if (shape.l1_radius && *shape.l1_radius < 0)
-    throw InvalidJob("NB smoothing: the neighbourhood l1 radius d must be >= 0, got " +
+    throw ParameterError("NB smoothing: the neighbourhood l1 radius d must be >= 0, got " +
                      std::to_string(*shape.l1_radius));
   const std::size_t v = shape.varying_keys;
   const std::int32_t c = shape.sup_radius;
@@ -206,7 +206,7 @@ std::vector<std::int32_t> nb_neighbourhood_offsets(const NbNeighbourhoodShape& s
 Eigen::MatrixXd nb_design_matrix(std::span<const std::int32_t> offsets, std::size_t varying_keys,
                                  std::int32_t polynomial_degree) {
   if (polynomial_degree < 1)
-    throw InvalidJob("NB smoothing: the polynomial degree t must be >= 1, got " + std::to_string(polynomial_degree));
+    throw ParameterError("NB smoothing: the polynomial degree t must be >= 1, got " + std::to_string(polynomial_degree));
   const auto t = static_cast<std::size_t>(polynomial_degree);
   const std::size_t rows = varying_keys == 0 ? 1 : offsets.size() / varying_keys;
   const auto columns = static_cast<Eigen::Index>(1 + varying_keys * t);
@@ -362,11 +362,11 @@ NbUniqueRisk nb_unique_risk(double mu, double alpha, double sampling_fraction) {
 
 // ---- the kernel ----------------------------------------------------------------------------------
 
-void NbSmoothingPartial::merge(const NbSmoothingPartial& other) {
-  tau1.merge(other.tau1);
-  tau2.merge(other.tau2);
-  sample_uniques += other.sample_uniques;
-  not_converged += other.not_converged;
+void nb_smoothing_merge(NbSmoothingPartial& into, const NbSmoothingPartial& from) {
+  into.tau1.merge(from.tau1);
+  into.tau2.merge(from.tau2);
+  into.sample_uniques += from.sample_uniques;
+  into.not_converged += from.not_converged;
 }
 
 NbSmoothingTotals nb_smoothing_finalize(const NbSmoothingPartial& total) {
@@ -444,11 +444,11 @@ NbSmoothingLocal nb_smoothing_local(const NbSampleClasses& classes, const NbSmoo
     stride[j] = ordinal_space;
     const auto levels = static_cast<std::uint64_t>(classes.ordinal_levels[j]);
     if (ordinal_space > kCodeLimit / levels)
-      throw InvalidJob("NB smoothing: the ordinal keys span more than 2^62 cells; use fewer or coarser ordinal keys");
+      throw ParameterError("NB smoothing: the ordinal keys span more than 2^62 cells; use fewer or coarser ordinal keys");
     ordinal_space *= levels;
   }
   if (groups > 0 && ordinal_space > kCodeLimit / groups)
-    throw InvalidJob("NB smoothing: the fixed-key groups times the ordinal cells exceed 2^62; "
+    throw ParameterError("NB smoothing: the fixed-key groups times the ordinal cells exceed 2^62; "
                      "split the classes by their fixed keys first");
   const auto cell_code = [&](std::size_t c) {
     std::uint64_t code = group[c] * ordinal_space;

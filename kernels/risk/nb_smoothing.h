@@ -13,7 +13,7 @@
 //                           partitions the classes by their fixed keys (hash of the fixed-key tuple
 //                           -> rank), so that no neighbourhood crosses a rank. Partitioning along
 //                           an ordinal key would need a halo of width c.
-//   NbSmoothingPartial::merge  two partials -> their sum (exact: associative and commutative)
+//   nb_smoothing_merge         partial into partial -> their sum (exact: associative and commutative)
 //   nb_smoothing_finalize   the global partial -> τ̂1, τ̂2
 // Within a block the sample uniques are fitted in parallel (TBB, work stealing); each fit reads only
 // its own neighbourhood, so the per-unique results and the sums have the same bits for any thread
@@ -49,7 +49,7 @@ struct NbNeighbourhoodShape {
 };
 
 /// The offsets δ ∈ Z^v of a neighbourhood, in lexicographic order (the zero offset included).
-/// Offset o occupies [o·v, (o+1)·v). Throws InvalidJob for a negative radius.
+/// Offset o occupies [o·v, (o+1)·v). Throws ParameterError for a negative radius.
 std::vector<std::int32_t> nb_neighbourhood_offsets(const NbNeighbourhoodShape& shape);
 
 /// The local design: one row per offset, columns (1, δ_1, δ_1², …, δ_1^t, δ_2, …, δ_v^t) — the
@@ -138,10 +138,10 @@ struct NbSmoothingPartial {
   ExactSum tau2;  ///< Σ Ê[1/F | f = 1]
   std::int64_t sample_uniques = 0;
   std::int64_t not_converged = 0;  ///< fits that hit the iteration limit (their last iterate is used)
-
-  /// Adds another partial; associative and commutative, the same bits in any order.
-  void merge(const NbSmoothingPartial& other);
 };
+
+/// Adds `from` to `into`; associative and commutative, the same bits in any order.
+void nb_smoothing_merge(NbSmoothingPartial& into, const NbSmoothingPartial& from);
 
 struct NbSmoothingLocal {
   std::vector<std::size_t> unique_class;  ///< the class index of each sample unique, ascending
@@ -153,7 +153,7 @@ struct NbSmoothingLocal {
 
 /// Fits every sample unique of the block (see the shape above). Throws InvalidInput naming the key or
 /// class at fault (an ordinal code outside its range, a repeated key tuple, f < 1, π outside (0, 1])
-/// and InvalidJob for bad options (c < 0, d < 0, t < 1, a key space too large to index in 64 bits).
+/// and ParameterError for bad options (c < 0, d < 0, t < 1, a key space too large to index in 64 bits).
 NbSmoothingLocal nb_smoothing_local(const NbSampleClasses& classes, const NbSmoothingOptions& options);
 
 struct NbSmoothingTotals {

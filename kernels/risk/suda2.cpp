@@ -154,17 +154,17 @@ std::size_t padded_key_count(std::size_t key_count) { return std::max<std::size_
 void validate(const KeyColumns& keys, const Suda2Options& options) {
   const std::size_t m = keys.key_count();
   SDC_CHECK(keys.level_counts.size() == m, "one level count per key");
-  if (m == 0) throw InvalidJob("suda2: no key variables given");
-  if (m > kMaxKeys) throw InvalidJob("suda2: at most " + std::to_string(kMaxKeys) + " key variables, got " + std::to_string(m));
+  if (m == 0) throw ParameterError("suda2: no key variables given");
+  if (m > kMaxKeys) throw ParameterError("suda2: at most " + std::to_string(kMaxKeys) + " key variables, got " + std::to_string(m));
   if (options.max_size > m)
-    throw InvalidJob("suda2: max_size " + std::to_string(options.max_size) + " exceeds the number of key variables (" +
+    throw ParameterError("suda2: max_size " + std::to_string(options.max_size) + " exceeds the number of key variables (" +
                      std::to_string(m) + ")");
   if (!(options.dis_fraction > 0.0 && options.dis_fraction <= 1.0))
-    throw InvalidJob("suda2: DisFraction (dis_fraction) must lie in (0, 1]");
+    throw ParameterError("suda2: DisFraction (dis_fraction) must lie in (0, 1]");
   const std::size_t max_size = options.max_size == 0 ? m : options.max_size;
   for (std::size_t k = 1; k <= max_size; ++k) {
     if (binomial(m, k - 1) + binomial(m, k) > static_cast<double>(kMaxSubsetsPerLevelPair))
-      throw InvalidJob("suda2: " + std::to_string(m) + " key variables with max_size " + std::to_string(max_size) +
+      throw ParameterError("suda2: " + std::to_string(m) + " key variables with max_size " + std::to_string(max_size) +
                        " need more than " + std::to_string(kMaxSubsetsPerLevelPair) +
                        " key subsets in two adjacent levels; lower max_size");
   }
@@ -373,7 +373,9 @@ Suda2Local suda2_local(const KeyColumns& keys, const SubsetCounter& counter, con
   return local;
 }
 
-Suda2Partial suda2_merge(const Suda2Partial& a, const Suda2Partial& b) {
+namespace {
+
+Suda2Partial suda2_merged(const Suda2Partial& a, const Suda2Partial& b) {
   SDC_CHECK(a.msus_by_size.size() == b.msus_by_size.size(), "merging SUDA2 partials of different max_size");
   SDC_CHECK(a.key_contribution.size() == b.key_contribution.size() && a.level_offsets == b.level_offsets,
             "merging SUDA2 partials of different keys");
@@ -390,10 +392,14 @@ Suda2Partial suda2_merge(const Suda2Partial& a, const Suda2Partial& b) {
   return out;
 }
 
+}  // namespace
+
+void suda2_merge(Suda2Partial& into, const Suda2Partial& from) { into = suda2_merged(into, from); }
+
 std::vector<double> suda2_dis_scores(std::span<const double> scores, const Suda2Partial& total, std::size_t key_count,
                                      const Suda2Options& options) {
   if (!(options.dis_fraction > 0.0 && options.dis_fraction <= 1.0))
-    throw InvalidJob("suda2: DisFraction (dis_fraction) must lie in (0, 1]");
+    throw ParameterError("suda2: DisFraction (dis_fraction) must lie in (0, 1]");
   std::vector<double> dis(scores.size(), 0.0);
   if (total.scored_records == 0) return dis;
   // A record with a positive score is unique on all keys, so U >= 1 and A > 0 here.

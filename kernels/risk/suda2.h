@@ -132,11 +132,11 @@ struct Suda2Local {
   Suda2Partial partial;
 };
 
-/// Throws InvalidJob for max_size outside 0..M, dis_fraction outside (0, 1], no keys, more than 63
+/// Throws ParameterError for max_size outside 0..M, dis_fraction outside (0, 1], no keys, more than 63
 /// keys or a search that needs more than kMaxSubsetsPerLevelPair subsets in two adjacent levels.
 Suda2Local suda2_local(const KeyColumns& keys, const SubsetCounter& counter, const Suda2Options& options);
 
-Suda2Partial suda2_merge(const Suda2Partial& a, const Suda2Partial& b);
+void suda2_merge(Suda2Partial& into, const Suda2Partial& from);
 
 /// The exponent Q = 1 + (8 - M')/20 and the weight of an MSU of size s, with M' = max(M, 3).
 double suda2_q(std::size_t key_count);

@@ -198,13 +198,13 @@ KeyMask observed_mask(std::span<const std::int32_t> pattern) {
 
 void check_wildcard_alpha(double alpha) {
   if (!(alpha >= 0.0 && alpha <= 1.0))
-    throw InvalidJob("alpha (the weight of wildcard matches in frequency counts) must lie in [0, 1]");
+    throw ParameterError("alpha (the weight of wildcard matches in frequency counts) must lie in [0, 1]");
 }
 
 void check_pattern_codes(const FrequencyClasses& patterns, std::span<const std::int32_t> level_counts) {
   const std::size_t m = patterns.key_count;
   if (m > kMaxWildcardKeys)
-    throw InvalidJob("frequency counts with missing keys as wildcards take at most " + std::to_string(kMaxWildcardKeys) +
+    throw ParameterError("frequency counts with missing keys as wildcards take at most " + std::to_string(kMaxWildcardKeys) +
                      " key variables, not " + std::to_string(m));
   SDC_CHECK(level_counts.size() == m, "one level count per key");
   for (std::size_t c = 0; c < patterns.class_count(); ++c) {
@@ -389,7 +389,7 @@ RecordFrequencies wildcard_frequency_assign(std::span<const std::uint32_t> recor
   return out;
 }
 
-FrequencySummary summarize_wildcard_frequencies(std::span<const std::int64_t> pattern_counts, std::span<const double> f,
+FrequencySummary wildcard_frequency_finalize(std::span<const std::int64_t> pattern_counts, std::span<const double> f,
                                                 std::int64_t k) {
   SDC_CHECK(pattern_counts.size() == f.size(), "one f per pattern");
   FrequencySummary summary;

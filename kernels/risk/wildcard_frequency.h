@@ -20,7 +20,7 @@
 //   WildcardSum                      one pattern's f and F from its own count and its lookups
 //   wildcard_frequency               all of the above for a complete pattern list in one process
 //   wildcard_frequency_assign        per-pattern f and F -> per record
-//   summarize_wildcard_frequencies   report figures for real-valued f
+//   wildcard_frequency_finalize      report figures for real-valued f
 // Counts add as integers and weights as exact sums, each rounded once at the end, so the results do
 // not depend on thread counts, on the order of patterns, or on how the records were split.
 
@@ -40,9 +40,9 @@ inline constexpr std::size_t kMaxWildcardKeys = 64;
 
 KeyMask observed_mask(std::span<const std::int32_t> pattern);
 
-/// Throws InvalidJob unless 0 <= alpha <= 1.
+/// Throws ParameterError unless 0 <= alpha <= 1.
 void check_wildcard_alpha(double alpha);
-/// Throws InvalidInput naming the key when a pattern code lies outside -1..L_j-1, InvalidJob when
+/// Throws InvalidInput naming the key when a pattern code lies outside -1..L_j-1, ParameterError when
 /// there are more than kMaxWildcardKeys keys.
 void check_pattern_codes(const FrequencyClasses& patterns, std::span<const std::int32_t> level_counts);
 
@@ -139,7 +139,7 @@ RecordFrequencies wildcard_frequency_assign(std::span<const std::uint32_t> recor
 /// Report figures with real-valued f: classes are the patterns; sample uniques are the records with
 /// f == 1 exactly; records and classes below k compare f < k as reals (f = 2.5 is not below 2.5).
 /// Partial sums over disjoint pattern sets add up to the figures of their union.
-FrequencySummary summarize_wildcard_frequencies(std::span<const std::int64_t> pattern_counts,
+FrequencySummary wildcard_frequency_finalize(std::span<const std::int64_t> pattern_counts,
                                                 std::span<const double> f, std::int64_t k);
 
 }  // namespace sdc

@@ -75,7 +75,7 @@ TEST(DistributedPram, StrataCountsAndDrawsEqualOneProcessHoldingTheWholeFile) {
   }
   std::vector<std::int32_t> released(local.size());
   std::vector<std::uint8_t> changed(local.size(), 0);
-  const std::int64_t local_changes = parallel_pram_draw(local, strata, samplers, 5, 0, first, released, changed);
+  const std::int64_t local_changes = pram_draw_in_blocks(local, strata.record_stratum, samplers, 5, 0, first, released, changed);
   std::vector<std::int32_t> whole_strata(variable.size());
   for (std::size_t i = 0; i < variable.size(); ++i)
     whole_strata[i] = static_cast<std::int32_t>(std::lower_bound(strata.ids.begin(), strata.ids.end(), whole_ids[i]) - strata.ids.begin());

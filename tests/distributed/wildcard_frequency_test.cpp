@@ -58,7 +58,7 @@ void expect_equals_kernel(const File& file, double alpha, std::int64_t k) {
     ASSERT_EQ(distributed.records.fk[i], whole.fk[row]) << "row " << row << " alpha " << alpha;
     ASSERT_EQ(distributed.records.fk_weighted[i], whole.fk_weighted[row]) << "row " << row << " alpha " << alpha;
   }
-  const auto summary = summarize_wildcard_frequencies(local.classes.counts, patterns.f, k);
+  const auto summary = wildcard_frequency_finalize(local.classes.counts, patterns.f, k);
   EXPECT_EQ(distributed.summary.records, kRows);
   EXPECT_EQ(distributed.summary.classes, summary.classes);
   EXPECT_EQ(distributed.summary.sample_uniques, summary.sample_uniques);
@@ -98,7 +98,7 @@ TEST(DistributedWildcardFrequency, RejectsAlphaOutsideTheUnitIntervalOnEveryRank
   const File file = make_file({0.1, 0, 0, 0, 0});
   const auto comm = Communicator::world();
   const auto [first, count] = uneven_share(comm, kRows);
-  EXPECT_THROW(distributed_wildcard_frequency_count(comm, file.view(first, count), {}, 1.25, 3), InvalidJob);
+  EXPECT_THROW(distributed_wildcard_frequency_count(comm, file.view(first, count), {}, 1.25, 3), ParameterError);
 }
 
 }  // namespace

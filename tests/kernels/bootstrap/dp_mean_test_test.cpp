@@ -43,7 +43,7 @@ TEST(RegularizedGammaP, MatchesClosedFormsOnBothSidesOfTheSeriesSwitch) {
     EXPECT_NEAR(regularized_gamma_p(1.0, x), -std::expm1(-x), 1e-14) << x;        // exponential
     EXPECT_NEAR(regularized_gamma_p(0.5, x), std::erf(std::sqrt(x)), 1e-14) << x;  // χ²_1 at 2x
   }
-  EXPECT_THROW(regularized_gamma_p(0.0, 1.0), InvalidJob);
+  EXPECT_THROW(regularized_gamma_p(0.0, 1.0), ParameterError);
 }
 
 TEST(LaplaceFromBits, InvertsTheDistributionFunctionSymmetrically) {
@@ -95,21 +95,21 @@ TEST(MeanTestMoments, RejectValuesOutsideTheBoundNamingTheVariable) {
 TEST(DpMeanTestOptions, RejectParametersOutsideTheirRangeNamingThem) {
   DpMeanTestOptions options;
   options.epsilon = 0.0;
-  EXPECT_THROW(validate_dp_mean_test_options(options), InvalidJob);
+  EXPECT_THROW(validate_dp_mean_test_options(options), ParameterError);
   options = {};
   options.bound = -1.0;
-  EXPECT_THROW(validate_dp_mean_test_options(options), InvalidJob);
+  EXPECT_THROW(validate_dp_mean_test_options(options), ParameterError);
   options = {};
   options.replicates = 2;  // ⌊0.95 · 2⌋ = 1: the largest replicate; B = 1 leaves no order statistic
   EXPECT_NO_THROW(validate_dp_mean_test_options(options));
   options.replicates = 1;
-  EXPECT_THROW(validate_dp_mean_test_options(options), InvalidJob);
+  EXPECT_THROW(validate_dp_mean_test_options(options), ParameterError);
   options = {};
   options.epsilon = std::nan("");
   try {
     validate_dp_mean_test_options(options);
     FAIL() << "no exception";
-  } catch (const InvalidJob& error) {
+  } catch (const ParameterError& error) {
     EXPECT_NE(std::string(error.what()).find("epsilon"), std::string::npos) << error.what();
   }
 }

@@ -212,11 +212,11 @@ TEST(Quantile, ExcludesAndCountsNan) {
 TEST(Quantile, RejectsInvalidParameters) {
   const std::vector<double> x{1.0, 2.0};
   const double bad_p[] = {1.5};
-  EXPECT_THROW(sample_quantiles(x, bad_p), InvalidJob);
-  EXPECT_THROW(quantile_type_from_number(0), InvalidJob);
-  EXPECT_THROW(quantile_type_from_number(10), InvalidJob);
-  EXPECT_THROW(percentile_interval(x, 0.0), InvalidJob);
-  EXPECT_THROW(critical_value_rank(10, 0.95), InvalidJob);  // ⌊0.5⌋ = 0
+  EXPECT_THROW(sample_quantiles(x, bad_p), ParameterError);
+  EXPECT_THROW(quantile_type_from_number(0), ParameterError);
+  EXPECT_THROW(quantile_type_from_number(10), ParameterError);
+  EXPECT_THROW(percentile_interval(x, 0.0), ParameterError);
+  EXPECT_THROW(critical_value_rank(10, 0.95), ParameterError);  // ⌊0.5⌋ = 0
 }
 
 TEST(BootstrapInterval, PercentileAndBasicIntervals) {

@@ -54,7 +54,7 @@ ReplicateRiskPartial run_split(const Records& all, std::uint32_t ranks, bool int
   }
   // Merge in reverse rank order: the order must not matter.
   ReplicateRiskPartial total = partials.back();
-  for (std::size_t r = partials.size() - 1; r-- > 0;) total.merge(partials[r]);
+  for (std::size_t r = partials.size() - 1; r-- > 0;) replicate_risk_merge(total, partials[r]);
   return total;
 }
 
@@ -216,7 +216,7 @@ TEST(ReplicateRisk, FullSampleAgreesWithFrequencyCountsAndIndividualRisk) {
     ++counts[r.record_class[i]];
     weight_sums[r.record_class[i]].add(r.weights[i]);
   }
-  const auto summary = summarize_frequencies(counts, 3);
+  const auto summary = frequency_count_finalize(counts, 3);
   EXPECT_EQ(full.sample_uniques.at(0), static_cast<std::uint64_t>(summary.sample_uniques));
   EXPECT_EQ(full.records_below_k.at(0), static_cast<std::uint64_t>(summary.records_below_k));
   EXPECT_EQ(full.records.at(0), r.record_class.size());
@@ -356,7 +356,7 @@ TEST(ReplicateRisk, RejectsBadInputNamingTheColumn) {
   EXPECT_EQ(message_of(units, small, compat), "");
   ReplicateRiskOptions bad_k;
   bad_k.k = 0;
-  EXPECT_THROW(make_replicate_risk_plan(classes, units, good, bad_k), InvalidJob);
+  EXPECT_THROW(make_replicate_risk_plan(classes, units, good, bad_k), ParameterError);
 }
 
 }  // namespace

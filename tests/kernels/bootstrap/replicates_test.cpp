@@ -222,7 +222,7 @@ TEST(StratifiedReplicates, RejectsInconsistentDesignsNamingTheField) {
     try {
       validate_replicate_design(design);
       ADD_FAILURE() << "no error for " << fragment;
-    } catch (const InvalidJob& error) {
+    } catch (const ParameterError& error) {
       EXPECT_NE(std::string(error.what()).find(fragment), std::string::npos) << error.what();
     }
   };
@@ -331,7 +331,7 @@ TEST(ReplicateSummary, KnownValuesOfASmallSeries) {
   EXPECT_DOUBLE_EQ(summary.basic.lower, 1.0);
   EXPECT_DOUBLE_EQ(summary.basic.upper, 3.0);
   EXPECT_TRUE(std::isnan(summarize_replicates(std::vector<double>{1.0}, 1.0).standard_error));
-  EXPECT_THROW(summarize_replicates(replicates, 2.5, 1.5), InvalidJob);
+  EXPECT_THROW(summarize_replicates(replicates, 2.5, 1.5), ParameterError);
 }
 
 }  // namespace

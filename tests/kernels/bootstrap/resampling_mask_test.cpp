@@ -58,7 +58,7 @@ TEST(ResamplingMask, BreaksTiesByRowIdLeavesMissingValuesAndIsReproducible) {
   };
   EXPECT_EQ(bits(once), bits(resampling_mask(values, rows, {.samples = 50, .seed = 3})));
   EXPECT_NE(bits(once), bits(resampling_mask(values, rows, {.samples = 50, .seed = 4})));
-  EXPECT_THROW(resampling_mask(values, rows, {.samples = 0, .seed = 3}), InvalidJob);
+  EXPECT_THROW(resampling_mask(values, rows, {.samples = 0, .seed = 3}), ParameterError);
 }
 
 }  // namespace

@@ -5,6 +5,8 @@
 #include <cmath>
 #include <numeric>
 
+#include "kernels/core/error.h"
+
 namespace sdc {
 namespace {
 
@@ -117,7 +119,7 @@ TEST(PramOracle, EFamilyShapesRowsSumToOneIdentityAndFourBand) {
 }
 
 TEST(PramMatrices, FrequencyFamilyNeedsThreeCategories) {
-  EXPECT_THROW(pram_frequency_matrix(std::vector<std::int64_t>{3, 4}, 0.6), std::invalid_argument);
+  EXPECT_THROW(pram_frequency_matrix(std::vector<std::int64_t>{3, 4}, 0.6), InternalError);
 }
 
 TEST(PramMatrices, ReferenceDiagonalIsUniformAboveTheDiagonalProbabilityAndAFunctionOfItsCounter) {

@@ -26,7 +26,7 @@ TEST(FrequencyCount, ReproducesTheFrancdatOracle) {
   EXPECT_EQ(result.fk, (std::vector<double>{2, 2, 2, 1, 1, 1, 1, 2}));
   EXPECT_EQ(result.fk_weighted, (std::vector<double>{110, 84.5, 84.5, 17, 541, 8, 5, 110}));
 
-  const auto summary = summarize_frequencies(local.classes.counts, 3);
+  const auto summary = frequency_count_finalize(local.classes.counts, 3);
   EXPECT_EQ(summary.classes, 6);
   EXPECT_EQ(summary.sample_uniques, 4);
   EXPECT_EQ(summary.records_below_k, 8);
@@ -66,7 +66,11 @@ TEST(FrequencyCount, MergeOverAnySplitEqualsOneBlock) {
   for (std::size_t cut : {std::size_t{1}, std::size_t{17}, std::size_t{25000}, std::size_t{49999}}) {
     const auto left = frequency_count_local(columns.view(0, cut), std::span(weights).first(cut)).classes;
     const auto right = frequency_count_local(columns.view(cut), std::span(weights).subspan(cut)).classes;
-    for (const auto& merged : {frequency_count_merge(left, right), frequency_count_merge(right, left)}) {
+    auto left_right = left;
+    frequency_count_merge(left_right, right);
+    auto right_left = right;
+    frequency_count_merge(right_left, left);
+    for (const auto& merged : {left_right, right_left}) {
       ASSERT_EQ(merged.class_keys, whole.class_keys);
       ASSERT_EQ(merged.counts, whole.counts);
       for (std::size_t c = 0; c < whole.class_count(); ++c)

@@ -105,7 +105,13 @@ TEST(LDiversity, SplitAndMergeEqualsOneBlock) {
   SensitiveClasses merged;
   for (std::size_t b = 0; b + 1 < std::size(cuts); ++b) {
     const auto part = l_diversity_local(view(cuts[b], cuts[b + 1] - cuts[b]), sensitive.subspan(cuts[b], cuts[b + 1] - cuts[b]));
-    merged = (b % 2 == 0) ? l_diversity_merge(merged, part.classes) : l_diversity_merge(part.classes, merged);
+    if (b % 2 == 0) {
+      l_diversity_merge(merged, part.classes);
+    } else {
+      SensitiveClasses reversed = part.classes;
+      l_diversity_merge(reversed, merged);
+      merged = std::move(reversed);
+    }
   }
   EXPECT_EQ(merged.class_keys, whole.classes.class_keys);
   EXPECT_EQ(merged.category_offsets, whole.classes.category_offsets);

@@ -168,7 +168,7 @@ TEST(LogLinearRisk, NativeRejectsWeightsBelowOne) {
   toy.weight_sums[0] = 0.5;
   const Fitted fitted = fit_on(independence_model(std::vector<std::int32_t>{2, 2}), toy);
   EXPECT_THROW(loglinear_risk_local(fitted.spec, fitted.fit, toy.view(), {}), InvalidInput);
-  EXPECT_THROW(loglinear_risk_local(fitted.spec, fitted.fit, toy.view(), {.sampling_fraction = 1.5}), InvalidJob);
+  EXPECT_THROW(loglinear_risk_local(fitted.spec, fitted.fit, toy.view(), {.sampling_fraction = 1.5}), ParameterError);
 }
 
 // ---- IPF ----
@@ -530,9 +530,9 @@ TEST(LogLinearBootstrap, TauReplicateRefitsAndIsReproducible) {
 
 TEST(LogLinearModel, RejectsBadSpecsAndCodes) {
   const std::vector<std::int32_t> levels{2, 3};
-  EXPECT_THROW(canonical_model({.level_counts = levels, .generators = {{0, 2}}, .structural_zeros = {}}), InvalidJob);
-  EXPECT_THROW(canonical_model({.level_counts = {2, 0}, .generators = {{0}}, .structural_zeros = {}}), InvalidJob);
-  EXPECT_THROW(canonical_model({.level_counts = levels, .generators = {{0}}, .structural_zeros = {0, 3}}), InvalidJob);
+  EXPECT_THROW(canonical_model({.level_counts = levels, .generators = {{0, 2}}, .structural_zeros = {}}), ParameterError);
+  EXPECT_THROW(canonical_model({.level_counts = {2, 0}, .generators = {{0}}, .structural_zeros = {}}), ParameterError);
+  EXPECT_THROW(canonical_model({.level_counts = levels, .generators = {{0}}, .structural_zeros = {0, 3}}), ParameterError);
   const LogLinearModelSpec spec = canonical_model({.level_counts = levels, .generators = {{1, 0}, {0}}, .structural_zeros = {}});
   ASSERT_EQ(spec.generators.size(), 1U);
   EXPECT_EQ(spec.generators[0], (std::vector<std::size_t>{0, 1}));

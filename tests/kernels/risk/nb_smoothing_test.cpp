@@ -402,8 +402,8 @@ TEST(NbSmoothing, ResultsAreIdenticalForAnyThreadCountAndSplitByFixedKeys) {
   const auto first = nb_smoothing_local(parts[0].view(), {});
   const auto second = nb_smoothing_local(parts[1].view(), {});
   NbSmoothingPartial forward = first.partial, backward = second.partial;
-  forward.merge(second.partial);
-  backward.merge(first.partial);
+  nb_smoothing_merge(forward, second.partial);
+  nb_smoothing_merge(backward, first.partial);
   const auto whole = nb_smoothing_finalize(one_thread.partial);
   for (const auto& merged : {nb_smoothing_finalize(forward), nb_smoothing_finalize(backward)}) {
     EXPECT_EQ(merged.tau1, whole.tau1);
@@ -474,9 +474,9 @@ TEST(NbSmoothing, RejectsBadInputAndOptionsNamingTheCulprit) {
   list.pi = {0.1};
   list.add(0, {1, 1}, 1);
   list.add(0, {2, 3}, 2);
-  expect_error<InvalidJob>(list.view(), {.sup_radius = -1}, "radius c");
-  expect_error<InvalidJob>(list.view(), {.l1_radius = -2}, "radius d");
-  expect_error<InvalidJob>(list.view(), {.polynomial_degree = 0}, "degree t");
+  expect_error<ParameterError>(list.view(), {.sup_radius = -1}, "radius c");
+  expect_error<ParameterError>(list.view(), {.l1_radius = -2}, "radius d");
+  expect_error<ParameterError>(list.view(), {.polynomial_degree = 0}, "degree t");
 
   const std::vector<std::string_view> names{"age", "income"};
   ClassList bad_code = list;

@@ -314,7 +314,7 @@ TEST(Suda2, SplitAcrossOneToFourRanksWithASharedCounterGivesIdenticalResults) {
     EXPECT_TRUE(counter.subsets_agreed());
 
     Suda2Partial total = locals[0].partial;
-    for (std::size_t r = 1; r < ranks; ++r) total = suda2_merge(total, locals[r].partial);
+    for (std::size_t r = 1; r < ranks; ++r) suda2_merge(total, locals[r].partial);
     std::vector<double> scores;
     std::vector<double> contributions;
     for (const auto& local : locals) {
@@ -365,13 +365,13 @@ TEST(Suda2, RejectsOptionsOutsideTheirRange) {
   const auto counter = make_local_subset_counter(keys);
   Suda2Options options;
   options.max_size = 4;
-  EXPECT_THROW(suda2_local(keys, counter, options), InvalidJob);
+  EXPECT_THROW(suda2_local(keys, counter, options), ParameterError);
   options.max_size = 0;
   for (double phi : {0.0, -0.1, 1.5}) {
     options.dis_fraction = phi;
-    EXPECT_THROW(suda2_local(keys, counter, options), InvalidJob);
+    EXPECT_THROW(suda2_local(keys, counter, options), ParameterError);
   }
-  EXPECT_THROW(suda2_local(KeyColumns{}, counter, Suda2Options{}), InvalidJob);
+  EXPECT_THROW(suda2_local(KeyColumns{}, counter, Suda2Options{}), ParameterError);
 }
 
 TEST(Suda2, RefusesASearchTooWideForLinearMemory) {
@@ -383,8 +383,8 @@ TEST(Suda2, RefusesASearchTooWideForLinearMemory) {
   Suda2Options options;
   try {
     suda2_local(keys, counter, options);
-    FAIL() << "expected InvalidJob";
-  } catch (const InvalidJob& error) {
+    FAIL() << "expected ParameterError";
+  } catch (const ParameterError& error) {
     EXPECT_NE(std::string(error.what()).find("max_size"), std::string::npos);
   }
   options.max_size = 4;  // C(16,3) + C(16,4) = 2380 subsets

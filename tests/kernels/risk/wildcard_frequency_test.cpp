@@ -79,13 +79,13 @@ TEST(WildcardFrequency, SummaryComparesRealValuedCountsWithK) {
   const auto columns = francdat_with_missing_keys();
   const auto local = frequency_count_local(columns.view(), kFrancdatWeights);
   const auto patterns = wildcard_frequency(local.classes, columns.levels, 0.5);
-  const auto below_two = summarize_wildcard_frequencies(local.classes.counts, patterns.f, 2);
+  const auto below_two = wildcard_frequency_finalize(local.classes.counts, patterns.f, 2);
   EXPECT_EQ(below_two.records, 8);
   EXPECT_EQ(below_two.classes, 7);  // records 1 and 8 share their pattern
   EXPECT_EQ(below_two.sample_uniques, 0);
   EXPECT_EQ(below_two.records_below_k, 3);  // the three f = 1.5; f = 2 is not below 2
   EXPECT_EQ(below_two.classes_below_k, 3);
-  const auto below_three = summarize_wildcard_frequencies(local.classes.counts, patterns.f, 3);
+  const auto below_three = wildcard_frequency_finalize(local.classes.counts, patterns.f, 3);
   EXPECT_EQ(below_three.records_below_k, 7);
   EXPECT_EQ(below_three.classes_below_k, 6);
 }
@@ -288,7 +288,9 @@ TEST(WildcardFrequency, DoesNotDependOnTheSplitOrTheThreadCount) {
   const std::size_t cut = 77777;
   const auto left = frequency_count_local(columns.view(0, cut), std::span(weights).first(cut)).classes;
   const auto right = frequency_count_local(columns.view(cut), std::span(weights).subspan(cut)).classes;
-  const auto merged = wildcard_frequency(frequency_count_merge(right, left), columns.levels, 0.5);
+  auto right_left = right;
+  frequency_count_merge(right_left, left);
+  const auto merged = wildcard_frequency(right_left, columns.levels, 0.5);
   EXPECT_EQ(merged.f, one.f);
   EXPECT_EQ(merged.fk_weighted, one.fk_weighted);
 }
@@ -316,9 +318,9 @@ TEST(WildcardLattice, ReadsOnlyTablesWithANonZeroWeight) {
 TEST(WildcardFrequency, RejectsAlphaOutsideTheUnitInterval) {
   const auto columns = all_missing_rule_keys();
   const auto local = frequency_count_local(columns.view(), {});
-  EXPECT_THROW(wildcard_frequency(local.classes, columns.levels, 1.5), InvalidJob);
-  EXPECT_THROW(wildcard_frequency(local.classes, columns.levels, -0.1), InvalidJob);
-  EXPECT_THROW(wildcard_frequency(local.classes, columns.levels, std::nan("")), InvalidJob);
+  EXPECT_THROW(wildcard_frequency(local.classes, columns.levels, 1.5), ParameterError);
+  EXPECT_THROW(wildcard_frequency(local.classes, columns.levels, -0.1), ParameterError);
+  EXPECT_THROW(wildcard_frequency(local.classes, columns.levels, std::nan("")), ParameterError);
 }
 
 TEST(WildcardFrequency, RejectsACodeOutsideItsLevelsNamingTheKey) {

@@ -1,4 +1,4 @@
-#include "engine/cli/command.h"
+#include "engine/flags.h"
 
 #include <algorithm>
 #include <charconv>
@@ -6,76 +6,6 @@
 #include <set>
 
 namespace sdc::engine {
-
-namespace {
-
-std::string quoted_command_line(const std::vector<std::string>& argv) {
-  std::string out;
-  for (const auto& arg : argv) {
-    if (!out.empty()) out += ' ';
-    if (arg.find_first_of(" \t\"'") != std::string::npos) {
-      out += '\'';
-      for (char c : arg) out += (c == '\'') ? std::string("'\\''") : std::string(1, c);
-      out += '\'';
-    } else {
-      out += arg;
-    }
-  }
-  return out;
-}
-
-}  // namespace
-
-std::string RunContext::command_line() const { return quoted_command_line(argv); }
-
-std::string RunContext::release_safe_command_line() const {
-  std::vector<std::string> safe = argv;
-  if (!safe.empty()) safe.front() = std::filesystem::path(safe.front()).filename().string();
-  std::vector<io::PathUse> longest_first = paths;  // a directory's path is a prefix of its files'
-  std::sort(longest_first.begin(), longest_first.end(),
-            [](const io::PathUse& a, const io::PathUse& b) { return a.path.native().size() > b.path.native().size(); });
-  for (const io::PathUse& use : longest_first) {
-    const std::string full = use.path.string();
-    const std::string base = use.path.filename().string();
-    if (full.empty() || full == base) continue;
-    for (std::string& arg : safe)
-      for (auto at = arg.find(full); at != std::string::npos; at = arg.find(full, at + base.size()))
-        arg.replace(at, full.size(), base);
-  }
-  return quoted_command_line(safe);
-}
-
-void PathFlags::declare(std::string flag, io::PathAccess access, Values values) {
-  declared_.push_back({std::move(flag), access, std::move(values)});
-}
-
-void PathFlags::reads(std::string flag, const std::filesystem::path& value) {
-  declare(std::move(flag), io::PathAccess::kRead, [&value] { return std::vector<std::filesystem::path>{value}; });
-}
-
-void PathFlags::reads(std::string flag, const std::optional<std::filesystem::path>& value) {
-  declare(std::move(flag), io::PathAccess::kRead, [&value] {
-    return value ? std::vector<std::filesystem::path>{*value} : std::vector<std::filesystem::path>{};
-  });
-}
-
-void PathFlags::writes(std::string flag, const std::filesystem::path& value) {
-  declare(std::move(flag), io::PathAccess::kWrite, [&value] { return std::vector<std::filesystem::path>{value}; });
-}
-
-void PathFlags::writes(std::string flag, const std::optional<std::filesystem::path>& value) {
-  declare(std::move(flag), io::PathAccess::kWrite, [&value] {
-    return value ? std::vector<std::filesystem::path>{*value} : std::vector<std::filesystem::path>{};
-  });
-}
-
-std::vector<io::PathUse> PathFlags::uses() const {
-  std::vector<io::PathUse> uses;
-  for (const Declared& declared : declared_)
-    for (auto& path : declared.values())
-      if (!path.empty()) uses.push_back({declared.flag, std::move(path), declared.access});
-  return uses;
-}
 
 void add_input_option(CLI::App& app, PathFlags& paths, std::filesystem::path& input, bool positional) {
   auto* flag = app.add_option(positional ? "input,--input,-i" : "--input,-i", input, "input file")->required();
@@ -128,12 +58,6 @@ std::vector<std::string> repeated_list_items(const CLI::App& app) {
   return problems;
 }
 
-io::Hdf5WriteOptions data_output_options(const RunContext& context, const std::optional<std::string>& filters) {
-  io::Hdf5WriteOptions options;
-  if (filters) options.filters = io::parse_filters(*filters);
-  options.permissions = context.permissions;
-  return options;
-}
 
 CLI::Validator whole_number_in(std::int64_t minimum, std::int64_t maximum) {
   return CLI::Validator(

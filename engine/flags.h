@@ -1,0 +1,55 @@
+#pragma once
+// Flag declaration helpers shared by the commands (engine/cli/) and by the measures of `sdc risk`, so
+// that every flag is spelt, bounded and documented once, and every flag that names a file declares
+// it (engine/path_flags.h).
+
+#include <CLI/CLI.hpp>
+
+#include <cstdint>
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "engine/path_flags.h"
+#include "engine/run_context.h"
+
+namespace sdc::engine {
+
+/// `--input/-i FILE` (and, when `positional`, a bare FILE). Required; declared read.
+void add_input_option(CLI::App& app, PathFlags& paths, std::filesystem::path& input, bool positional = true);
+/// `--output/-o FILE`. Required; declared written.
+void add_output_option(CLI::App& app, PathFlags& paths, std::filesystem::path& output);
+/// `--report FILE.json`. Optional; declared written.
+void add_report_option(CLI::App& app, PathFlags& paths, std::optional<std::filesystem::path>& report);
+/// `--seed-file FILE`: the seed of every random draw; else the SDC_SEED environment variable. Declared read.
+void add_seed_option(CLI::App& app, PathFlags& paths, std::optional<std::filesystem::path>& seed_file);
+/// A comma-separated variable list, e.g. `--keys a,b,c`. A variable given twice is an error
+/// (repeated_list_items).
+CLI::Option* add_variable_list_option(CLI::App& app, const std::string& flag, std::vector<std::string>& names,
+                                      const std::string& help);
+
+/// One message for each variable named twice in a variable list of `app` or of its parsed
+/// subcommands ("--keys: variable 'lau2' is given twice"), after parsing: a repeated key would
+/// silently change results (SUDA2 would count its MSUs twice).
+std::vector<std::string> repeated_list_items(const CLI::App& app);
+
+
+/// Accepts a whole number from `minimum` to `maximum`, with a message a person would write ("expected a
+/// whole number from 2 to 100000, got '-1'"; CLI11's own names the type's range). Every count flag
+/// has an upper bound, documented with the flag (docs/cli.md), so that no count reaches an
+/// allocation unchecked.
+CLI::Validator whole_number_in(std::int64_t minimum, std::int64_t maximum);
+
+/// Worker threads per process: more than any machine's cores.
+inline constexpr std::int64_t kMaxThreads = 1024;
+/// Records, households, categories, k and l: beyond any census (a billion).
+inline constexpr std::int64_t kMaxCount = 1'000'000'000;
+/// Bootstrap replicates: every replicate is a pass over the data and keeps its results, and a
+/// quantile of 100 000 replicates is already exact to far more digits than a risk figure carries.
+inline constexpr std::int64_t kMaxBootstrapReplicates = 100'000;
+
+/// `--mode native|compat`, for every method that has a reference-compatible mode.
+void add_mode_option(CLI::App& app, Mode& mode);
+
+}  // namespace sdc::engine

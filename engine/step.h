@@ -1,0 +1,37 @@
+#pragma once
+// A step: one method run on its inputs with its options, writing its outputs and its part of the
+// report. The command of a method only declares flags into the step's options; `main` runs the step
+// of the command it parsed, and a job runs the step of each of its entries, so a method works the
+// same from the command line and from a job (docs/development.md, "Adding a method").
+
+#include <string>
+#include <vector>
+
+#include "engine/run_context.h"
+#include "kernels/core/table.h"
+
+namespace sdc::engine {
+
+class Step {
+ public:
+  virtual ~Step() = default;
+
+  /// Collective: every rank runs the step. Throws the error types of kernels/core/error.h.
+  virtual void run(const RunContext& context) = 0;
+
+  // ---- what a job checks before any step runs (the options are set) ----
+
+  /// Adds a problem for every variable the options name that `available` lacks or has another type.
+  virtual void check_variables(const std::vector<VariableInfo>& available, std::vector<std::string>& problems) const {
+    (void)available;
+    (void)problems;
+  }
+  /// The variables of the step's data output: its input's plus these (or only these when
+  /// keeps_input_variables() is false).
+  virtual std::vector<VariableInfo> added_variables() const { return {}; }
+  virtual bool keeps_input_variables() const { return true; }
+  /// Whether the step draws random numbers, and so needs a seed.
+  virtual bool needs_seed() const { return false; }
+};
+
+}  // namespace sdc::engine

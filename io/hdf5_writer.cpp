@@ -1,0 +1,591 @@
+// The writer of the sdc-engine HDF5 table format: write_table(), and the create_table_file(),
+// encode_rows() and write_table_rows() with which several processes write one file in turn.
+
+#include <tbb/enumerable_thread_specific.h>
+#include <tbb/parallel_for.h>
+
+#include <algorithm>
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <filesystem>
+#include <limits>
+#include <map>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "io/atomic_output.h"
+#include "io/chunk_codec.h"
+#include "io/hdf5_error.h"
+#include "io/hdf5_format.h"
+#include "io/hdf5_handle.h"
+#include "io/hdf5_table.h"
+#include "io/timestamp.h"
+#include "kernels/core/error.h"
+#include "sdc/version.h"
+
+namespace sdc::io {
+
+using namespace detail;
+
+namespace {
+
+// ---- writing attributes -------------------------------------------------------------------------
+
+bool write_attribute(hid_t object, const char* name, hid_t file_type, hid_t value_type, const void* value) {
+  hdf5::Dataspace space(H5Screate(H5S_SCALAR));
+  if (!space.valid()) return false;
+  hdf5::Attribute attribute(H5Acreate2(object, name, file_type, space.get(), H5P_DEFAULT, H5P_DEFAULT));
+  return attribute.valid() && H5Awrite(attribute.get(), value_type, value) >= 0 && attribute.close();
+}
+
+bool write_string_attribute(hid_t object, const char* name, const std::string& value) {
+  const hdf5::Datatype type = string_type(H5T_CSET_UTF8);
+  const char* text = value.c_str();
+  return type.valid() && write_attribute(object, name, type.get(), type.get(), &text);
+}
+
+bool write_strings_attribute(hid_t object, const char* name, const std::vector<std::string>& values) {
+  const hdf5::Datatype type = string_type(H5T_CSET_UTF8);
+  const hsize_t count = values.size();
+  hdf5::Dataspace space(H5Screate_simple(1, &count, nullptr));
+  if (!type.valid() || !space.valid()) return false;
+  hdf5::Attribute attribute(H5Acreate2(object, name, type.get(), space.get(), H5P_DEFAULT, H5P_DEFAULT));
+  if (!attribute.valid()) return false;
+  if (values.empty()) return attribute.close();
+  std::vector<const char*> pointers;
+  pointers.reserve(values.size());
+  for (const auto& value : values) pointers.push_back(value.c_str());
+  return H5Awrite(attribute.get(), type.get(), pointers.data()) >= 0 && attribute.close();
+}
+
+}  // namespace
+
+/// Per variable, its chunks in row order, each stored as it goes to H5Dwrite_chunk.
+struct EncodedRows::Impl {
+  std::int64_t first_row = 0;
+  std::int64_t chunk_rows = 0;
+  std::map<std::string, std::vector<std::vector<std::byte>>, std::less<>> chunks;
+};
+
+EncodedRows::EncodedRows(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+EncodedRows::~EncodedRows() = default;
+EncodedRows::EncodedRows(EncodedRows&&) noexcept = default;
+EncodedRows& EncodedRows::operator=(EncodedRows&&) noexcept = default;
+
+std::size_t EncodedRows::stored_bytes() const noexcept {
+  std::size_t total = 0;
+  for (const auto& [name, chunks] : impl_->chunks)
+    for (const auto& chunk : chunks) total += chunk.size();
+  return total;
+}
+
+namespace {
+
+// ---- writer -------------------------------------------------------------------------------------
+
+/// The filter pipeline of a dataset creation property list: filter ids, flags and parameters in
+/// order. Two datasets with equal pipelines (and equal types and chunks) accept each other's chunks.
+struct FilterPipeline {
+  struct Stage {
+    H5Z_filter_t id = 0;
+    unsigned flags = 0;
+    std::vector<unsigned> parameters;
+    bool operator==(const Stage&) const = default;
+  };
+  std::vector<Stage> stages;
+  bool operator==(const FilterPipeline&) const = default;
+};
+
+std::optional<FilterPipeline> filter_pipeline(hid_t create) {
+  const int count = H5Pget_nfilters(create);
+  if (count < 0) return std::nullopt;
+  FilterPipeline pipeline;
+  for (int i = 0; i < count; ++i) {
+    FilterPipeline::Stage stage;
+    std::array<unsigned, 16> values{};
+    std::size_t value_count = values.size();
+    stage.id = H5Pget_filter2(create, static_cast<unsigned>(i), &stage.flags, &value_count, values.data(), 0, nullptr, nullptr);
+    if (stage.id < 0 || value_count > values.size()) return std::nullopt;
+    stage.parameters.assign(values.begin(), values.begin() + static_cast<std::ptrdiff_t>(value_count));
+    pipeline.stages.push_back(std::move(stage));
+  }
+  return pipeline;
+}
+
+/// How a chunked dataset stores its values: what must agree before chunks move between datasets.
+struct ChunkedLayout {
+  hsize_t rows = 0;
+  hsize_t chunk_rows = 0;
+  FilterPipeline pipeline;
+};
+
+std::optional<ChunkedLayout> chunked_layout(hid_t dataset) {
+  const hdf5::PropertyList create(H5Dget_create_plist(dataset));
+  const hdf5::Dataspace space(H5Dget_space(dataset));
+  ChunkedLayout layout;
+  if (!create.valid() || !space.valid() || H5Pget_layout(create.get()) != H5D_CHUNKED ||
+      H5Sget_simple_extent_ndims(space.get()) != 1 || H5Sget_simple_extent_dims(space.get(), &layout.rows, nullptr) != 1 ||
+      H5Pget_chunk(create.get(), 1, &layout.chunk_rows) != 1 || layout.chunk_rows == 0)
+    return std::nullopt;
+  auto pipeline = filter_pipeline(create.get());
+  if (!pipeline) return std::nullopt;
+  layout.pipeline = std::move(*pipeline);
+  return layout;
+}
+
+/// The file a write copies unchanged variables from (Hdf5WriteOptions::unchanged), opened read-only
+/// for the duration of one create() or write_rows(). Every check failing means "encode instead":
+/// the values are in memory, so copying is only ever a shortcut.
+class UnchangedSource {
+ public:
+  explicit UnchangedSource(std::optional<UnchangedVariables> unchanged) : unchanged_(std::move(unchanged)) {
+    if (!unchanged_ || unchanged_->names.empty()) return;
+    const auto stamp = stamp_of(unchanged_->path);
+    if (!stamp || *stamp != unchanged_->stamp) return;
+    hdf5::PropertyList access(H5Pcreate(H5P_FILE_ACCESS));
+    if (!access.valid() || H5Pset_file_locking(access.get(), true, true) < 0) {
+      forget_errors();
+      return;
+    }
+    file_ = hdf5::File(H5Fopen(unchanged_->path.c_str(), H5F_ACC_RDONLY, access.get()));
+    if (file_.valid()) variables_ = hdf5::Group(H5Gopen2(file_.get(), kVariablesGroup, H5P_DEFAULT));
+    forget_errors();
+  }
+
+  /// The source's dataset of `name` when its chunks can be copied into `target` as they are:
+  /// the variable is one of the unchanged ones, and type, extent, chunk size and filters agree, and
+  /// every chunk is stored. An invalid handle otherwise.
+  hdf5::Dataset dataset_for(const std::string& name, hid_t target) const {
+    if (!variables_.valid() ||
+        std::find(unchanged_->names.begin(), unchanged_->names.end(), name) == unchanged_->names.end())
+      return {};
+    hdf5::Dataset source(H5Dopen2(variables_.get(), name.c_str(), H5P_DEFAULT));
+    const bool compatible = source.valid() && same_type(source.get(), target) && [&] {
+      const auto from = chunked_layout(source.get());
+      const auto to = chunked_layout(target);
+      // HDF5 1.10 does not take H5S_ALL here.
+      const hdf5::Dataspace space(H5Dget_space(source.get()));
+      hsize_t stored_chunks = 0;
+      return from && to && from->rows == to->rows && from->chunk_rows == to->chunk_rows &&
+             from->pipeline == to->pipeline && space.valid() &&
+             H5Dget_num_chunks(source.get(), space.get(), &stored_chunks) >= 0 &&
+             stored_chunks == (from->rows + from->chunk_rows - 1) / from->chunk_rows;
+    }();
+    forget_errors();
+    return compatible ? std::move(source) : hdf5::Dataset();
+  }
+
+ private:
+  static bool same_type(hid_t source, hid_t target) {
+    const hdf5::Datatype from(H5Dget_type(source));
+    const hdf5::Datatype to(H5Dget_type(target));
+    return from.valid() && to.valid() && H5Tequal(from.get(), to.get()) > 0;
+  }
+  static void forget_errors() { hdf5::take_error_detail(); }
+
+  std::optional<UnchangedVariables> unchanged_;
+  hdf5::File file_;
+  hdf5::Group variables_;
+};
+
+/// Rows per chunk of a table of `rows` rows: a short table is one chunk, since a whole default chunk
+/// would waste space in every variable.
+std::int64_t effective_chunk_rows(const Hdf5WriteOptions& options, std::int64_t rows) {
+  return rows > 0 ? std::min(options.chunk_rows, rows) : options.chunk_rows;
+}
+
+bool filtered(const Hdf5Filters& filters) { return filters.shuffle || filters.deflate_level > 0; }
+
+/// Creates and fills sdc-engine table files. Every HDF5 failure becomes an IoError naming `target`.
+class TableWriter {
+ public:
+  TableWriter(const std::filesystem::path& target, const Hdf5WriteOptions& options) : target_(target), options_(options) {}
+
+  /// Makes the file at `path` (which may exist: it is truncated) with every dataset and attribute of
+  /// a table of `rows` rows, and writes the values of `table` when given.
+  void create(const std::filesystem::path& path, const std::vector<VariableInfo>& variables, std::int64_t rows,
+              const Table* table) const {
+    hdf5::File file = create_file(path);
+    finish(file, [&] {
+      {
+        hdf5::Group root(H5Gopen2(file.get(), "/", H5P_DEFAULT));
+        if (!root.valid()) fail("the root group");
+        write_file_attributes(root.get(), rows);
+      }
+      hdf5::Group group = create_variables_group(file.get());
+      const UnchangedSource unchanged(table != nullptr ? options_.unchanged : std::nullopt);
+      for (std::size_t i = 0; i < variables.size(); ++i) {
+        hdf5::Dataset dataset = create_dataset(group.get(), variables[i], rows);
+        if (table != nullptr) {
+          const Column& column = table->columns()[i];
+          write_values(dataset.get(), column, 0, effective_chunk_rows(options_, rows),
+                       unchanged.dataset_for(column.name(), dataset.get()));
+        }
+        if (!dataset.close()) fail("dataset", variables[i].name);
+      }
+      if (!group.close()) fail("the variables group");
+    });
+  }
+
+  /// Writes `part` into the file at `path` made by create(), at rows part.first_row_id() onwards,
+  /// storing the chunks `encoded` holds as they are.
+  void write_rows(const std::filesystem::path& path, const Table& part, const EncodedRows* encoded) const {
+    hdf5::PropertyList access = file_access();
+    hdf5::File file(H5Fopen(path.c_str(), H5F_ACC_RDWR, access.get()));
+    if (!file.valid()) fail("the file");
+    finish(file, [&] {
+      hdf5::Group group(H5Gopen2(file.get(), kVariablesGroup, H5P_DEFAULT));
+      if (!group.valid()) fail("the variables group");
+      const UnchangedSource unchanged(options_.unchanged);
+      for (const Column& column : part.columns()) {
+        hdf5::Dataset dataset(H5Dopen2(group.get(), column.name().c_str(), H5P_DEFAULT));
+        if (!dataset.valid()) fail("dataset", column.name());
+        const std::int64_t chunk_rows = checked_chunk_rows(dataset.get(), part, column);
+        const auto* chunks = encoded_chunks(encoded, part, column, chunk_rows);
+        const hdf5::Dataset source = unchanged.dataset_for(column.name(), dataset.get());
+        if (chunks != nullptr && !source.valid())
+          store_chunks(dataset.get(), column, part.first_row_id(), chunk_rows, *chunks);
+        else
+          write_values(dataset.get(), column, part.first_row_id(), chunk_rows, source);
+        if (!dataset.close()) fail("dataset", column.name());
+      }
+      if (!group.close()) fail("the variables group");
+    });
+  }
+
+ private:
+  /// Runs `write` (whose objects are closed when it returns), then flushes and closes `file`. On any
+  /// failure the file is abandoned, so that HDF5 is left in a consistent state for what comes next.
+  template <typename Write>
+  void finish(hdf5::File& file, Write&& write) const {
+    try {
+      write();
+      // A full disk often shows only here, when the metadata is written.
+      if (H5Fflush(file.get(), H5F_SCOPE_LOCAL) < 0) fail("the file (final flush)");
+    } catch (...) {
+      hdf5::abandon(file);
+      throw;
+    }
+    if (!file.close()) fail("the file (close)");
+  }
+
+  [[noreturn]] void fail(std::string_view what, std::string_view variable = {}) const {
+    const std::string detail = hdf5::take_error_detail();
+    std::string message = target_.string() + ": cannot write ";
+    message += variable.empty() ? std::string(what) : "variable '" + std::string(variable) + "' (" + std::string(what) + ")";
+    throw IoError(message + hdf5::detail_suffix(detail));
+  }
+
+  hdf5::PropertyList file_access() const {
+    hdf5::PropertyList access(H5Pcreate(H5P_FILE_ACCESS));
+    if (!access.valid() ||
+        // v1.8 objects at the least: dense attribute storage, which 100 000 level labels need.
+        H5Pset_libver_bounds(access.get(), H5F_LIBVER_V18, H5F_LIBVER_V110) < 0 ||
+        // Cluster file systems often disable flock(); do not fail there.
+        H5Pset_file_locking(access.get(), true, true) < 0)
+      fail("the file (access properties)");
+    return access;
+  }
+
+  hdf5::File create_file(const std::filesystem::path& path) const {
+    // No object time stamps anywhere, so that equal content gives byte-identical files.
+    hdf5::PropertyList create(H5Pcreate(H5P_FILE_CREATE));
+    if (!create.valid() || H5Pset_obj_track_times(create.get(), false) < 0) fail("the file (creation properties)");
+    const hdf5::PropertyList access = file_access();
+    // An output's temporary file exists already (made by AtomicOutput with the final mode);
+    // truncating it keeps that mode.
+    hdf5::File file(H5Fcreate(path.c_str(), H5F_ACC_TRUNC, create.get(), access.get()));
+    if (!file.valid()) fail("the file");
+    return file;
+  }
+
+  void write_file_attributes(hid_t root, std::int64_t rows) const {
+    const std::int32_t version = kFormatVersion;
+    const Provenance& provenance = options_.provenance;
+    if (!write_string_attribute(root, kAttrFormat, std::string(kFormatName)) ||
+        !write_attribute(root, kAttrFormatVersion, H5T_STD_I32LE, H5T_NATIVE_INT32, &version) ||
+        !write_attribute(root, kAttrRowCount, H5T_STD_I64LE, H5T_NATIVE_INT64, &rows) ||
+        !write_string_attribute(root, kAttrToolVersion, provenance.tool_version) ||
+        !write_string_attribute(root, kAttrCommand, provenance.command) ||
+        !write_string_attribute(root, kAttrInputDigest, provenance.input_digest) ||
+        !write_string_attribute(root, kAttrCreatedUtc, provenance.created_utc) ||
+        !write_string_attribute(root, kAttrStepFingerprint, provenance.step_fingerprint) ||
+        !write_string_attribute(root, kAttrStepResults, provenance.step_results))
+      fail("the file attributes");
+  }
+
+  hdf5::Group create_variables_group(hid_t file) const {
+    hdf5::PropertyList create(H5Pcreate(H5P_GROUP_CREATE));
+    // Link creation order is what keeps the column order: HDF5 otherwise lists links by name.
+    if (!create.valid() || H5Pset_obj_track_times(create.get(), false) < 0 ||
+        H5Pset_link_creation_order(create.get(), H5P_CRT_ORDER_TRACKED | H5P_CRT_ORDER_INDEXED) < 0)
+      fail("the variables group (property list)");
+    hdf5::Group group(H5Gcreate2(file, kVariablesGroup, H5P_DEFAULT, create.get(), H5P_DEFAULT));
+    if (!group.valid()) fail("the variables group");
+    return group;
+  }
+
+  hdf5::Dataset create_dataset(hid_t group, const VariableInfo& info, std::int64_t row_count) const {
+    const auto rows = static_cast<hsize_t>(row_count);
+    const auto chunk = static_cast<hsize_t>(effective_chunk_rows(options_, row_count));
+    // An empty dataset cannot have a fixed extent smaller than its chunk; let it be extendible.
+    const hsize_t max_rows = rows > 0 ? rows : H5S_UNLIMITED;
+    hdf5::Dataspace space(H5Screate_simple(1, &rows, &max_rows));
+    hdf5::PropertyList create(H5Pcreate(H5P_DATASET_CREATE));
+    hdf5::PropertyList access(H5Pcreate(H5P_DATASET_ACCESS));
+    if (!space.valid() || !create.valid() || !access.valid() || H5Pset_obj_track_times(create.get(), false) < 0 ||
+        H5Pset_chunk(create.get(), 1, &chunk) < 0 || (options_.filters.shuffle && H5Pset_shuffle(create.get()) < 0) ||
+        (options_.filters.deflate_level > 0 &&
+         H5Pset_deflate(create.get(), static_cast<unsigned>(options_.filters.deflate_level)) < 0) ||
+        // Unfiltered chunks then go straight between the file and our buffers, without a copy.
+        H5Pset_chunk_cache(access.get(), H5D_CHUNK_CACHE_NSLOTS_DEFAULT, 0, H5D_CHUNK_CACHE_W0_DEFAULT) < 0)
+      fail("dataset (property lists)", info.name);
+    hdf5::Dataset dataset(H5Dcreate2(group, info.name.c_str(), stored_type(info.type), space.get(), H5P_DEFAULT,
+                                     create.get(), access.get()));
+    if (!dataset.valid()) fail("dataset", info.name);
+    write_variable_attributes(dataset.get(), info);
+    return dataset;
+  }
+
+  void write_variable_attributes(hid_t dataset, const VariableInfo& info) const {
+    bool ok = write_string_attribute(dataset, kAttrType, std::string(to_string(info.type))) &&
+              write_string_attribute(dataset, kAttrRole, std::string(to_string(info.role)));
+    if (info.type == VariableType::kCategorical) {
+      const std::int32_t missing = kMissingCode;
+      ok = ok && write_strings_attribute(dataset, kAttrLevels, info.levels) &&
+           write_attribute(dataset, kAttrMissingCode, H5T_STD_I32LE, H5T_NATIVE_INT32, &missing);
+    } else if (info.type == VariableType::kContinuous) {
+      const double missing = std::numeric_limits<double>::quiet_NaN();
+      ok = ok && write_attribute(dataset, kAttrMissingCode, H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, &missing);
+    }
+    if (info.role == VariableRole::kGeography) {
+      const std::int32_t level = info.geography_level;
+      ok = ok && write_attribute(dataset, kAttrGeographyLevel, H5T_STD_I32LE, H5T_NATIVE_INT32, &level);
+    }
+    if (!ok) fail("attributes", info.name);
+  }
+
+  /// The dataset's chunk rows, after checking that `part` covers whole chunks of it: chunks are
+  /// written whole, so two writers must never share one.
+  std::int64_t checked_chunk_rows(hid_t dataset, const Table& part, const Column& column) const {
+    const hdf5::PropertyList create(H5Dget_create_plist(dataset));
+    const hdf5::Dataspace space(H5Dget_space(dataset));
+    hsize_t chunk = 0;
+    hsize_t rows = 0;
+    if (!create.valid() || !space.valid() || H5Pget_chunk(create.get(), 1, &chunk) != 1 ||
+        H5Sget_simple_extent_dims(space.get(), &rows, nullptr) != 1)
+      fail("dataset (layout)", column.name());
+    const std::int64_t first = part.first_row_id();
+    const std::int64_t end = first + part.row_count();
+    const auto chunk_rows = static_cast<std::int64_t>(chunk);
+    SDC_CHECK(first >= 0 && first % chunk_rows == 0 && (end % chunk_rows == 0 || end == static_cast<std::int64_t>(rows)) &&
+                  end <= static_cast<std::int64_t>(rows),
+              "write_table_rows: rows " + std::to_string(first) + ".." + std::to_string(end) + " of variable '" +
+                  column.name() + "' are not whole chunks of " + std::to_string(chunk_rows) + " rows");
+    return chunk_rows;
+  }
+
+  /// Writes `column` at file rows first_row.. (a chunk boundary): copied from `source` when that is
+  /// a dataset stored alike (UnchangedSource::dataset_for), else encoded here.
+  void write_values(hid_t dataset, const Column& column, std::int64_t first_row, std::int64_t chunk_rows,
+                    const hdf5::Dataset& source) const {
+    if (column.size() == 0) return;
+    if (source.valid())
+      copy_chunks(source.get(), dataset, column, first_row, chunk_rows);
+    else if (filtered(options_.filters))
+      write_chunks(dataset, column, first_row, chunk_rows);
+    else
+      write_plain(dataset, column, first_row);
+  }
+
+  void write_plain(hid_t dataset, const Column& column, std::int64_t first_row) const {
+    const auto start = static_cast<hsize_t>(first_row);
+    const hsize_t count = column.size();
+    hdf5::Dataspace file_space(H5Dget_space(dataset));
+    hdf5::Dataspace memory_space(H5Screate_simple(1, &count, nullptr));
+    if (!file_space.valid() || !memory_space.valid() ||
+        H5Sselect_hyperslab(file_space.get(), H5S_SELECT_SET, &start, nullptr, &count, nullptr) < 0 ||
+        H5Dwrite(dataset, memory_type(column.type()), memory_space.get(), file_space.get(), H5P_DEFAULT,
+                 column_bytes(column).data()) < 0)
+      fail("values", column.name());
+  }
+
+  /// The chunks of `column` that `encoded` holds, when it was made for these rows and chunks.
+  static const std::vector<std::vector<std::byte>>* encoded_chunks(const EncodedRows* encoded, const Table& part,
+                                                                  const Column& column, std::int64_t chunk_rows) {
+    if (encoded == nullptr) return nullptr;
+    const EncodedRows::Impl& impl = encoded->impl();
+    const auto it = impl.chunks.find(column.name());
+    if (it == impl.chunks.end()) return nullptr;
+    SDC_CHECK(impl.first_row == part.first_row_id() && impl.chunk_rows == chunk_rows &&
+                  it->second.size() == ceil_div(column.size(), static_cast<std::size_t>(chunk_rows)),
+              "write_table_rows: the encoded chunks of variable '" + column.name() + "' were made for other rows");
+    return &it->second;
+  }
+
+  void store_chunks(hid_t dataset, const Column& column, std::int64_t first_row, std::int64_t chunk_rows,
+                    const std::vector<std::vector<std::byte>>& chunks) const {
+    for (std::size_t i = 0; i < chunks.size(); ++i) {
+      const hsize_t offset = static_cast<hsize_t>(first_row) + i * static_cast<hsize_t>(chunk_rows);
+      // Filter mask 0: every filter of the dataset's pipeline was applied to this chunk.
+      if (H5Dwrite_chunk(dataset, H5P_DEFAULT, 0, &offset, chunks[i].size(), chunks[i].data()) < 0)
+        fail("chunk", column.name());
+    }
+  }
+
+  /// Copies the stored chunks of rows first_row .. + column.size() from `source`, a dataset stored
+  /// like `dataset` (UnchangedSource), with their filter masks: no decoding, no encoding.
+  void copy_chunks(hid_t source, hid_t dataset, const Column& column, std::int64_t first_row, std::int64_t chunk_rows) const {
+    std::vector<std::byte> stored;
+    const auto end = static_cast<hsize_t>(first_row) + column.size();
+    for (auto offset = static_cast<hsize_t>(first_row); offset < end; offset += static_cast<hsize_t>(chunk_rows)) {
+      hsize_t size = 0;
+      std::uint32_t filter_mask = 0;
+      if (H5Dget_chunk_storage_size(source, &offset, &size) < 0) fail("chunk (reading the unchanged input's)", column.name());
+      stored.resize(static_cast<std::size_t>(size));
+      if (H5Dread_chunk(source, H5P_DEFAULT, &offset, &filter_mask, stored.data()) < 0)
+        fail("chunk (reading the unchanged input's)", column.name());
+      if (H5Dwrite_chunk(dataset, H5P_DEFAULT, filter_mask, &offset, stored.size(), stored.data()) < 0)
+        fail("chunk", column.name());
+    }
+  }
+
+  void write_chunks(hid_t dataset, const Column& column, std::int64_t first_row, std::int64_t chunk_rows) const {
+    const std::span<const std::byte> values = column_bytes(column);
+    const std::size_t element = element_size(column.type());
+    const auto rows_per_chunk = static_cast<std::size_t>(chunk_rows);
+    const std::size_t chunk_bytes = element * rows_per_chunk;
+    const std::size_t chunk_count = ceil_div(values.size(), chunk_bytes);
+    const std::size_t per_batch = std::max<std::size_t>(1, kBatchBytes / chunk_bytes);
+    const std::size_t batch_count = ceil_div(chunk_count, per_batch);
+    const ChunkFormat format{element, chunk_bytes, options_.filters.shuffle, options_.filters.deflate_level};
+
+    tbb::enumerable_thread_specific<ChunkEncoder> encoders(format);
+    std::array<std::vector<std::vector<std::byte>>, 2> stored;
+    const auto encode = [&](std::size_t batch) {
+      auto& slots = stored[batch % 2];
+      slots.resize(std::min(per_batch, chunk_count - batch * per_batch));
+      tbb::parallel_for(std::size_t{0}, slots.size(), [&](std::size_t i) {
+        const std::size_t begin = (batch * per_batch + i) * chunk_bytes;
+        encoders.local().encode(values.subspan(begin, std::min(chunk_bytes, values.size() - begin)), slots[i]);
+      });
+    };
+    const auto store = [&](std::size_t batch) {
+      const auto& slots = stored[batch % 2];
+      for (std::size_t i = 0; i < slots.size(); ++i) {
+        const hsize_t offset = static_cast<hsize_t>(first_row) + (batch * per_batch + i) * rows_per_chunk;
+        // Filter mask 0: every filter of the dataset's pipeline was applied to this chunk.
+        if (H5Dwrite_chunk(dataset, H5P_DEFAULT, 0, &offset, slots[i].size(), slots[i].data()) < 0)
+          fail("chunk", column.name());
+      }
+    };
+
+    encode(0);
+    for (std::size_t batch = 0; batch < batch_count; ++batch) {
+      if (batch + 1 < batch_count)
+        run_alongside([&] { store(batch); }, [&] { encode(batch + 1); });
+      else
+        store(batch);
+    }
+  }
+
+  const std::filesystem::path& target_;
+  const Hdf5WriteOptions& options_;
+};
+
+void check_write_options(const Hdf5WriteOptions& options) {
+  if (options.chunk_rows < 1 || options.chunk_rows > kMaxChunkRows)
+    throw UsageError("chunk rows " + std::to_string(options.chunk_rows) + " outside 1.." + std::to_string(kMaxChunkRows));
+  if (options.filters.deflate_level < 0 || options.filters.deflate_level > 9)
+    throw UsageError("deflate level " + std::to_string(options.filters.deflate_level) + " outside 0..9");
+}
+
+std::vector<VariableInfo> variables_of(const Table& table) {
+  std::vector<VariableInfo> variables;
+  for (const Column& column : table.columns()) variables.push_back(column.info());
+  return variables;
+}
+
+/// Refuses variables whose file read_table() would reject, before any output exists.
+void check_storable(const std::vector<VariableInfo>& variables, const std::filesystem::path& output) {
+  for (const VariableInfo& info : variables)
+    for (std::size_t i = 0; i < info.levels.size(); ++i)
+      if (info.levels[i].find('\0') != std::string::npos)
+        throw InvalidInput(output.string() + ": variable '" + info.name + "': level label " + std::to_string(i) +
+                           " contains a NUL character, which HDF5 strings cannot hold");
+  validate_metadata(variables, output.string());
+}
+
+}  // namespace
+
+// ---- public functions ---------------------------------------------------------------------------
+
+Provenance make_provenance(std::string command, std::string input_digest) {
+  Provenance provenance;
+  provenance.tool_version = std::string(kToolName) + " " + kToolVersion;
+  provenance.command = std::move(command);
+  provenance.input_digest = std::move(input_digest);
+  provenance.created_utc = utc_timestamp();
+  return provenance;
+}
+
+void write_table(const Table& table, const std::filesystem::path& output, const Hdf5WriteOptions& options) {
+  check_write_options(options);
+  const std::vector<VariableInfo> variables = variables_of(table);
+  check_storable(variables, output);
+  hdf5::initialize();
+  AtomicOutput atomic(output, options.permissions);
+  TableWriter(output, options).create(atomic.temp_path(), variables, table.row_count(), &table);
+  atomic.commit();
+}
+
+void create_table_file(const std::filesystem::path& path, const std::vector<VariableInfo>& variables,
+                       std::int64_t row_count, const Hdf5WriteOptions& options) {
+  check_write_options(options);
+  SDC_CHECK(row_count >= 0, "create_table_file: negative row count");
+  check_storable(variables, path);
+  hdf5::initialize();
+  TableWriter(path, options).create(path, variables, row_count, nullptr);
+}
+
+EncodedRows encode_rows(const Table& part, std::int64_t file_rows, const Hdf5WriteOptions& options) {
+  check_write_options(options);
+  auto impl = std::make_unique<EncodedRows::Impl>();
+  impl->first_row = part.first_row_id();
+  impl->chunk_rows = effective_chunk_rows(options, file_rows);
+  if (!filtered(options.filters)) return EncodedRows(std::move(impl));
+  const auto declared_unchanged = [&](const std::string& name) {
+    return options.unchanged &&
+           std::find(options.unchanged->names.begin(), options.unchanged->names.end(), name) != options.unchanged->names.end();
+  };
+  for (const Column& column : part.columns()) {
+    if (column.size() == 0 || declared_unchanged(column.name())) continue;
+    const std::span<const std::byte> values = column_bytes(column);
+    const std::size_t element = element_size(column.type());
+    const std::size_t chunk_bytes = element * static_cast<std::size_t>(impl->chunk_rows);
+    std::vector<std::vector<std::byte>> chunks(ceil_div(values.size(), chunk_bytes));
+    const ChunkFormat format{element, chunk_bytes, options.filters.shuffle, options.filters.deflate_level};
+    tbb::enumerable_thread_specific<ChunkEncoder> encoders(format);
+    tbb::parallel_for(std::size_t{0}, chunks.size(), [&](std::size_t i) {
+      const std::size_t begin = i * chunk_bytes;
+      encoders.local().encode(values.subspan(begin, std::min(chunk_bytes, values.size() - begin)), chunks[i]);
+    });
+    impl->chunks.emplace(column.name(), std::move(chunks));
+  }
+  return EncodedRows(std::move(impl));
+}
+
+void write_table_rows(const std::filesystem::path& path, const Table& part, const Hdf5WriteOptions& options,
+                      const EncodedRows* encoded) {
+  check_write_options(options);
+  hdf5::initialize();
+  TableWriter(path, options).write_rows(path, part, encoded);
+}
+
+}  // namespace sdc::io
