@@ -16,6 +16,15 @@ std::string step_fingerprint(const StepIdentity& identity) {
   hash.update_u64(identity.draws.size());
   for (StepId step : identity.draws) hash.update_u64(static_cast<std::uint64_t>(step));
   hash.update_field(identity.seed_fingerprint.value_or(""));
+  // Appended only when there are some, so that the fingerprint of a one-input step stays as it was.
+  if (!identity.other_inputs.empty()) {
+    hash.update_field("other inputs");
+    hash.update_u64(identity.other_inputs.size());
+    for (const auto& [name, digest] : identity.other_inputs) {
+      hash.update_field(name);
+      hash.update_field(digest);
+    }
+  }
   return hash.hex_digest();
 }
 

@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "distributed/comm.h"
@@ -19,11 +20,14 @@
 namespace sdc::engine {
 
 struct StepIdentity {
-  std::string input_digest;              ///< content digest of the step's input
+  std::string input_digest;              ///< content digest of the step's input (named "input")
   std::string method;                    ///< e.g. "risk"
   nlohmann::json parameters;             ///< the method's parameters (not paths, threads or filters)
   std::vector<StepId> draws;             ///< the StepIds the step draws with; empty for deterministic steps
   std::optional<std::string> seed_fingerprint;
+  /// The step's other inputs by name ("external", "masked") and content digest: their content, not
+  /// their paths, identifies the step.
+  std::vector<std::pair<std::string, std::string>> other_inputs;
 };
 
 /// SHA-256 (hex) over the identity in a fixed serialization (parameters as canonical JSON).

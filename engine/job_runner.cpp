@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <map>
+#include <set>
 #include <memory>
 #include <sstream>
 
@@ -53,6 +54,7 @@ class JobPlanner {
     struct StepOutput {
       std::filesystem::path path;
       std::optional<std::vector<VariableInfo>> variables;
+      OutputKind kind = OutputKind::kData;
     };
     std::map<std::string, StepOutput> outputs_by_step;  // of the steps planned so far
 
@@ -70,23 +72,46 @@ class JobPlanner {
         continue;
       }
       bool input_unknown = false;  // a bad 'from' (already a problem) leaves the step without input
-      if (step.from) {
-        const bool has_input_key = std::any_of(step.settings.begin(), step.settings.end(),
-                                               [](const io::JobSetting& setting) { return setting.key == "input"; });
-        if (has_input_key) {
-          problem(step.from_line, where + ": give 'input' or 'from', not both");
-        } else if (*step.from == "input") {
-          if (!job_.input) problem(step.from_line, where + ": from: input, but the job has no input (give --input)");
-          current_input = job_.input;
-          available = job_input_variables;
-        } else if (const auto it = outputs_by_step.find(*step.from); it != outputs_by_step.end()) {
-          current_input = it->second.path;
-          available = it->second.variables;
+      std::vector<std::pair<std::string, std::filesystem::path>> other_sources;  // (input flag, file)
+      for (const io::JobStep::From& from : step.from) {
+        const bool has_key = std::any_of(step.settings.begin(), step.settings.end(),
+                                         [&](const io::JobSetting& setting) { return setting.key == from.input; });
+        if (has_key) {
+          problem(from.line, where + ": give '" + from.input + "' or 'from', not both");
+          continue;
+        }
+        if (catalog_.flag(step.method, from.input) != MethodCatalog::FlagKind::kValue) {
+          problem(from.line, where + ": from: the method has no input '" + from.input + "'");
+          continue;
+        }
+        std::optional<std::filesystem::path> source;
+        std::optional<std::vector<VariableInfo>> variables;
+        if (from.source == "input") {
+          if (!job_.input) problem(from.line, where + ": from: input, but the job has no input (give --input)");
+          source = job_.input;
+          variables = job_input_variables;
+        } else if (const auto it = outputs_by_step.find(from.source); it != outputs_by_step.end()) {
+          if (it->second.kind != OutputKind::kData) {
+            problem(from.line, where + ": from: step '" + from.source + "' writes a " + std::string(to_string(it->second.kind)) +
+                                   " file, not a data table");
+            continue;
+          }
+          source = it->second.path;
+          variables = it->second.variables;
         } else {
-          problem(step.from_line, where + ": from: no earlier step named '" + *step.from + "' writes an output");
-          current_input.reset();
-          available.reset();
-          input_unknown = true;
+          problem(from.line, where + ": from: no earlier step named '" + from.source + "' writes an output");
+          if (from.input == "input") {
+            current_input.reset();
+            available.reset();
+            input_unknown = true;
+          }
+          continue;
+        }
+        if (from.input == "input") {
+          current_input = source;
+          available = variables;
+        } else if (source) {
+          other_sources.emplace_back(from.input, *source);
         }
       }
       StepPlan plan{step, {}, std::nullopt};
@@ -124,6 +149,7 @@ class JobPlanner {
         if (setting.key == "output") plan.output = value;
       }
       const auto has_flag = [&](const char* key) { return catalog_.flag(step.method, key) != MethodCatalog::FlagKind::kUnknown; };
+      for (const auto& [input, source] : other_sources) plan.argv.insert(plan.argv.end(), {"--" + input, source.string()});
       if (has_flag("input") && !explicit_input) {
         if (!current_input) {
           if (!input_unknown) problem(step.line, where + ": no input: give 'input' in the job or in the step");
@@ -168,9 +194,11 @@ class JobPlanner {
         }
       }
       if (plan.output) {
-        current_input = plan.output;
+        const OutputKind kind = parsed.step != nullptr ? parsed.step->output_kind() : OutputKind::kData;
+        // What is not a data table cannot be the next step's input: the job's input stays current.
+        if (kind == OutputKind::kData) current_input = plan.output;
         planned_outputs_.push_back(*plan.output);
-        outputs_by_step[step.name] = StepOutput{*plan.output, available};
+        outputs_by_step[step.name] = StepOutput{*plan.output, available, kind};
       }
       plans.push_back(std::move(plan));
     }
@@ -269,9 +297,16 @@ nlohmann::json merge_reports(const std::vector<nlohmann::json>& reports, const R
   job["command"] = context.argv;
   job["steps"] = nlohmann::json::array();
   job["outputs"] = nlohmann::json::array();
+  job["inputs"] = nlohmann::json::array();
+  std::set<std::string> seen;  // paths written by earlier steps, or listed already
   for (const auto& report : reports) {
+    for (const auto& input : report["inputs"])
+      if (seen.insert(input["path"].get<std::string>()).second) job["inputs"].push_back(input);
     for (const auto& step : report["steps"]) job["steps"].push_back(step);
-    for (const auto& output : report["outputs"]) job["outputs"].push_back(output);
+    for (const auto& output : report["outputs"]) {
+      job["outputs"].push_back(output);
+      seen.insert(output["path"].get<std::string>());
+    }
     if (job["seed_fingerprint"].is_null()) job["seed_fingerprint"] = report["seed_fingerprint"];
     for (std::size_t r = 0; r < job["peak_memory_bytes"].size(); ++r)
       job["peak_memory_bytes"][r] = std::max(job["peak_memory_bytes"][r].get<std::int64_t>(),

@@ -5,12 +5,29 @@
 // same from the command line and from a job (docs/development.md, "Adding a method").
 
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "engine/run_context.h"
 #include "kernels/core/table.h"
 
 namespace sdc::engine {
+
+/// What a step writes. A job feeds a step's data inputs only from steps whose output is a data
+/// table; the report names each output's kind (docs/report-schema.json).
+enum class OutputKind {
+  kData,        ///< a table of records in the HDF5 format (docs/format.md)
+  kTable,       ///< a frequency or magnitude table: cells of a tabulation
+  kMatrix,      ///< a sparse matrix (kernels/core/csr_matrix.h; io/hdf5_matrix.h)
+  kPlot,        ///< a figure
+  kCsv,         ///< records as CSV (`sdc export`)
+  kSchema,      ///< a YAML schema (`sdc import --save-schema`)
+  kSeed,        ///< a seed file (`sdc generate seed`)
+  kCheckpoint,  ///< a masked output's step results (docs/checkpoints.md)
+};
+
+/// The report's name of `kind`: "data", "table", "matrix", "plot", "csv", "schema", "seed", "checkpoint".
+std::string_view to_string(OutputKind kind);
 
 class Step {
  public:
@@ -32,6 +49,8 @@ class Step {
   virtual bool keeps_input_variables() const { return true; }
   /// Whether the step draws random numbers, and so needs a seed.
   virtual bool needs_seed() const { return false; }
+  /// The kind of the step's --output (what a later step may read from it).
+  virtual OutputKind output_kind() const { return OutputKind::kData; }
 };
 
 }  // namespace sdc::engine

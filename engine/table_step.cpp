@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <utility>
 
+#include "distributed/collective_error.h"
+
 namespace sdc::engine {
 
 io::Hdf5WriteOptions data_output_options(const RunContext& context, const std::optional<std::string>& filters) {
@@ -26,12 +28,24 @@ void PhaseClock::lap(std::string_view phase) {
 OpenedTable open_table_step(const distributed::Communicator& comm, const RunContext& context,
                             const std::filesystem::path& input, const std::optional<std::string>& household,
                             StepIdentity identity, io::Hdf5WriteOptions& write_options, PhaseClock& clock,
-                            OutputRelease release) {
+                            OutputRelease release, const std::vector<NamedInput>& other_inputs) {
   OpenedTable opened;
   opened.part = read_partitioned(comm, input, household);
   clock.lap("read");
   // The digest comes from the rows just read: no second pass over the file.
   opened.input_digest = partitioned_content_digest(comm, opened.part.table, opened.part.summary);
+  for (const NamedInput& other : other_inputs) {
+    // One pass over the file on the coordinator; the others learn rows and digest from it.
+    std::string identified;
+    distributed::agree_on_error(comm, [&] {
+      if (comm.is_coordinator())
+        identified = std::to_string(io::read_summary(other.path).row_count) + " " + io::content_digest(other.path);
+    });
+    identified = comm.broadcast_string(identified);
+    const auto space = identified.find(' ');
+    opened.other_inputs.push_back({other.name, other.path, std::stoll(identified.substr(0, space)), identified.substr(space + 1)});
+    identity.other_inputs.emplace_back(other.name, opened.other_inputs.back().digest);
+  }
   clock.lap("input digest");
   identity.input_digest = opened.input_digest;
   opened.fingerprint = step_fingerprint(identity);
@@ -69,8 +83,9 @@ void write_table_step_output(const distributed::Communicator& comm, const std::f
 void finish_table_step(const distributed::Communicator& comm, RunReport& report, const std::filesystem::path& input,
                        const OpenedTable& opened, const std::filesystem::path& output,
                        const std::optional<std::filesystem::path>& report_path) {
-  report.set_input(input, opened.part.summary.row_count, opened.input_digest);
-  report.add_output(output, "data");
+  report.add_input("input", input, opened.part.summary.row_count, opened.input_digest);
+  for (const IdentifiedInput& other : opened.other_inputs) report.add_input(other.name, other.path, other.rows, other.digest);
+  report.add_output(output, OutputKind::kData);
   report.write(comm, report_path);
 }
 

@@ -38,9 +38,24 @@ class PhaseClock {
 };
 
 /// A step's input, read and identified.
+/// An input a step reads besides its table ("external", "masked"), by the name of its flag.
+struct NamedInput {
+  std::string name;
+  std::filesystem::path path;
+};
+
+/// An input as the report and the fingerprint know it.
+struct IdentifiedInput {
+  std::string name;
+  std::filesystem::path path;
+  std::int64_t rows = 0;
+  std::string digest;  ///< content digest (docs/format.md)
+};
+
 struct OpenedTable {
   TablePart part;
   std::string input_digest;  ///< content digest of the input (docs/format.md)
+  std::vector<IdentifiedInput> other_inputs;
   std::string fingerprint;   ///< the step's identity (docs/checkpoints.md)
 };
 
@@ -54,13 +69,14 @@ enum class OutputRelease {
 };
 
 /// Collective. Reads `input` across the ranks (read_partitioned, split between households when
-/// `household` is given), computes its content digest from the rows read, completes `identity` with it
-/// into the step's fingerprint, and sets the provenance of `write_options`. Laps "read" and
-/// "input digest" on `clock`.
+/// `household` is given), computes its content digest from the rows read and the content digests of
+/// `other_inputs` (sdc tables the step reads itself), completes `identity` with them into the step's
+/// fingerprint, and sets the provenance of `write_options`. Laps "read" and "input digest" on `clock`.
 OpenedTable open_table_step(const distributed::Communicator& comm, const RunContext& context,
                             const std::filesystem::path& input, const std::optional<std::string>& household,
                             StepIdentity identity, io::Hdf5WriteOptions& write_options, PhaseClock& clock,
-                            OutputRelease release = OutputRelease::kAnalysis);
+                            OutputRelease release = OutputRelease::kAnalysis,
+                            const std::vector<NamedInput>& other_inputs = {});
 
 /// Collective. Writes the step's output (write_partitioned): the input's variables in their order, with
 /// the values of `changed` ones (modified in place by the step) as they are now, less any that `added`
@@ -71,7 +87,7 @@ void write_table_step_output(const distributed::Communicator& comm, const std::f
                              const std::filesystem::path& output, io::Hdf5WriteOptions write_options,
                              std::vector<std::string>& warnings);
 
-/// Collective. Records the step's input and its data output in `report` and writes the report (to
+/// Collective. Records the step's inputs and its data output in `report` and writes the report (to
 /// `report_path`, or to the job's report when the step runs in a job).
 void finish_table_step(const distributed::Communicator& comm, RunReport& report, const std::filesystem::path& input,
                        const OpenedTable& opened, const std::filesystem::path& output,

@@ -82,13 +82,25 @@ JobStep read_step(const YAML::Node& node, std::size_t index, Problems& problems)
       continue;
     }
     if (key == "from") {
-      const auto text = scalar(value);
-      if (!text || text->empty()) {
-        problems.add(line, "step " + std::to_string(index + 1) + ": 'from' must be 'input' or the name of an earlier step");
-        continue;
+      const std::string where = "step " + std::to_string(index + 1) + ": 'from'";
+      if (const auto text = scalar(value); text && !text->empty()) {
+        step.from.push_back({"input", *text, line});
+      } else if (value.IsMap() && value.size() > 0) {
+        SeenKeys seen_inputs;
+        for (const auto& source : value) {
+          const std::string input = source.first.as<std::string>();
+          const int source_line = line_of(source.first);
+          if (!seen_inputs.first(input, source_line, where + ": ", problems)) continue;
+          const auto named = scalar(source.second);
+          if (!named || named->empty()) {
+            problems.add(source_line, where + ", input '" + input + "': the source must be 'input' or the name of an earlier step");
+            continue;
+          }
+          step.from.push_back({input, *named, source_line});
+        }
+      } else {
+        problems.add(line, where + " must be 'input', the name of an earlier step, or a mapping of input names to those");
       }
-      step.from = *text;
-      step.from_line = line;
       continue;
     }
     JobSetting setting{key, {}, false, std::nullopt, line};

@@ -24,10 +24,16 @@ struct JobSetting {
 struct JobStep {
   std::string method;  ///< e.g. "risk" or "generate census"
   std::string name;    ///< defaults to "<index>-<method>"; names the step's default output
-  /// Where the step reads from when it has no `input` key: "input" (the job's input) or the name of
-  /// an earlier step (its output). Unset: the previous step's output, else the job's input.
-  std::optional<std::string> from;
-  int from_line = 0;
+  /// Where the step's inputs come from, by input name: `from: pram` is {input: pram}; `from: {input:
+  /// input, external: pram}` names a source for each. A source is "input" (the job's input) or the
+  /// name of an earlier step (its output). Without an entry for "input": the previous step's output,
+  /// else the job's input.
+  struct From {
+    std::string input;   ///< the input's flag: "input", "external", "masked"
+    std::string source;  ///< "input" or a step name
+    int line = 0;
+  };
+  std::vector<From> from;
   std::vector<JobSetting> settings;
   int line = 0;
 };

@@ -30,6 +30,8 @@ class ExportCommand final : public CommandStep {
     return app_;
   }
 
+  OutputKind output_kind() const override { return OutputKind::kCsv; }
+
   void run(const RunContext& context) override {
     io::CsvExportOptions options;
     options.codes = codes_;
@@ -60,8 +62,8 @@ class ExportCommand final : public CommandStep {
     const double write_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - write_start).count();
     timer.stop();
 
-    report.set_input(input_, table.row_count(), digest);
-    report.add_output(output_, "csv");
+    report.add_input("input", input_, table.row_count(), digest);
+    report.add_output(output_, OutputKind::kCsv);
     const double megabytes = static_cast<double>(written.text_bytes) / 1e6;
     step.results = {
         {"rows", written.rows},

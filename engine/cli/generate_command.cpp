@@ -103,6 +103,7 @@ class GenerateCommand final : public CommandStep {
   /// For `sdc run`: a generated census replaces whatever a job held before.
   bool keeps_input_variables() const override { return census_ == nullptr || !census_->parsed(); }
   bool needs_seed() const override { return census_ != nullptr && census_->parsed(); }
+  OutputKind output_kind() const override { return seed_ != nullptr && seed_->parsed() ? OutputKind::kSeed : OutputKind::kData; }
   std::vector<VariableInfo> added_variables() const override {
     if (census_ == nullptr || !census_->parsed()) return {};
     try {
@@ -125,7 +126,7 @@ class GenerateCommand final : public CommandStep {
     const io::Seed seed = io::write_new_seed_file(seed_output_);
     timer.stop();
     report.set_seed_fingerprint(seed.fingerprint());
-    report.add_output(seed_output_, "seed");
+    report.add_output(seed_output_, OutputKind::kSeed);
     step.results["seed_fingerprint"] = seed.fingerprint();
     spdlog::info("wrote a new seed to {} (fingerprint {})", seed_output_.string(), seed.fingerprint());
     report.write(distributed::Communicator::world(), seed_report_);
@@ -149,7 +150,7 @@ class GenerateCommand final : public CommandStep {
                                     StepId::kGeneratePersonIncome, StepId::kGenerateCitizenshipAreas};
     write_options.provenance = io::make_provenance(context.command_line(), "");
     write_options.provenance.step_fingerprint =
-        step_fingerprint({"", "generate census", step.parameters, draws, seed.fingerprint()});
+        step_fingerprint({"", "generate census", step.parameters, draws, seed.fingerprint(), {}});
 
     const auto start = std::chrono::steady_clock::now();
     const generate::CensusGenerator generator(
@@ -180,7 +181,7 @@ class GenerateCommand final : public CommandStep {
     step.results["persons_per_second"] = step.seconds > 0 ? static_cast<double>(layout.rows()) / step.seconds : 0.0;
 
     report.set_seed_fingerprint(seed.fingerprint());
-    report.add_output(flags.output, "data");
+    report.add_output(flags.output, OutputKind::kData);
     report.write(comm, flags.report);
     if (!comm.is_coordinator()) return;
     spdlog::info("generate census: {} households, {} persons; {} rows ({} households) written in {:.1f} s "

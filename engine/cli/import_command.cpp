@@ -144,9 +144,9 @@ class ImportCommand final : public CommandStep {
     const double megabytes = static_cast<double>(imported.data_bytes) / 1e6;
     const double rate = parse_seconds > 0.0 ? megabytes / parse_seconds : 0.0;
 
-    report.set_input(input_, table.row_count(), imported.file_digest);
-    report.add_output(output_, "data");
-    if (save_schema_) report.add_output(*save_schema_, "schema");
+    report.add_input("input", input_, table.row_count(), imported.file_digest);
+    report.add_output(output_, OutputKind::kData);
+    if (save_schema_) report.add_output(*save_schema_, OutputKind::kSchema);
     step.results = {
         {"rows", table.row_count()},
         {"variables", table.column_count()},

@@ -224,12 +224,12 @@ class PramStepImpl final : public PramStep {
     }
     PhaseClock clock("pram", comm.is_coordinator());
     OpenedTable opened = open_table_step(comm, context, options.input, std::nullopt,
-                                         {"", "pram", identity, {StepId::kPramMatrix, StepId::kPram}, seed.fingerprint()},
+                                         {"", "pram", identity, {StepId::kPramMatrix, StepId::kPram}, seed.fingerprint(), {}},
                                          write_options, clock, OutputRelease::kMasked);
     if (auto earlier = resumable_step_results(comm, options.resume, options.output, opened.fingerprint)) {
       timer.stop();
       record_resumed_step(step, std::move(*earlier));
-      report.add_output(checkpoint_path(options.output), "checkpoint");
+      report.add_output(checkpoint_path(options.output), OutputKind::kCheckpoint);
       finish_table_step(comm, report, options.input, opened, options.output, options.report);
       return;
     }
@@ -286,7 +286,7 @@ class PramStepImpl final : public PramStep {
     if (comm.is_coordinator())
       spdlog::info("pram: {} records, {} variables, {} strata, {} records changed", part.summary.row_count,
                    options.variables.size(), strata.ids.size(), records_changed);
-    report.add_output(checkpoint_path(options.output), "checkpoint");
+    report.add_output(checkpoint_path(options.output), OutputKind::kCheckpoint);
     finish_table_step(comm, report, options.input, opened, options.output, options.report);
   }
 

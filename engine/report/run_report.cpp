@@ -17,14 +17,14 @@ void StepTimer::stop() {
 
 RunReport::RunReport(const RunContext& context) : context_(context), started_utc_(io::utc_timestamp()) {}
 
-void RunReport::set_input(const std::filesystem::path& path, std::int64_t rows, std::string digest) {
-  input_ = {{"path", path.string()}, {"rows", rows}, {"digest", std::move(digest)}};
+void RunReport::add_input(std::string name, const std::filesystem::path& path, std::int64_t rows, std::string digest) {
+  inputs_.push_back({{"name", std::move(name)}, {"path", path.string()}, {"rows", rows}, {"digest", std::move(digest)}});
 }
 
 void RunReport::set_seed_fingerprint(std::string fingerprint) { seed_fingerprint_ = std::move(fingerprint); }
 
-void RunReport::add_output(const std::filesystem::path& path, std::string kind) {
-  outputs_.push_back({{"path", path.string()}, {"kind", std::move(kind)}});
+void RunReport::add_output(const std::filesystem::path& path, OutputKind kind) {
+  outputs_.push_back({{"path", path.string()}, {"kind", to_string(kind)}});
 }
 
 StepRecord& RunReport::add_step(std::string method) {
@@ -52,7 +52,7 @@ nlohmann::json RunReport::to_json(const std::vector<std::int64_t>& peak_memory) 
       {"ranks", context_.ranks},
       {"threads", context_.threads},
       {"seed_fingerprint", seed_fingerprint_},
-      {"input", input_},
+      {"inputs", inputs_},
       {"outputs", outputs_},
       {"steps", steps},
       {"peak_memory_bytes", peak_memory},

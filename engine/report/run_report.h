@@ -13,6 +13,7 @@
 
 #include "distributed/comm.h"
 #include "engine/run_context.h"
+#include "engine/step.h"
 
 namespace sdc::engine {
 
@@ -44,9 +45,10 @@ class RunReport {
  public:
   explicit RunReport(const RunContext& context);
 
-  void set_input(const std::filesystem::path& path, std::int64_t rows, std::string digest);
+  /// Records an input the run read, by the name of its flag or key ("input", "external", "masked").
+  void add_input(std::string name, const std::filesystem::path& path, std::int64_t rows, std::string digest);
   void set_seed_fingerprint(std::string fingerprint);
-  void add_output(const std::filesystem::path& path, std::string kind);
+  void add_output(const std::filesystem::path& path, OutputKind kind);
   /// The returned reference stays valid until the next add_step.
   StepRecord& add_step(std::string method);
 
@@ -59,7 +61,7 @@ class RunReport {
  private:
   RunContext context_;
   std::string started_utc_;
-  nlohmann::json input_ = nullptr;
+  nlohmann::json inputs_ = nlohmann::json::array();
   nlohmann::json seed_fingerprint_ = nullptr;
   nlohmann::json outputs_ = nlohmann::json::array();
   std::vector<StepRecord> steps_;

@@ -23,12 +23,13 @@ class MarketerMeasure final : public RiskMeasure {
     app.add_option("--external", external_,
                    "external identification file (sdc HDF5) holding the key variables: the marketer risks IM, CEM, "
                    "OREM and AREM of the input against it, and the column fk_external")
-        ->check(CLI::ExistingFile)
         ->type_name("FILE");
     paths.reads("--external", external_);
   }
   bool enabled() const override { return external_.has_value(); }
-  nlohmann::json parameters() const override { return {{"external", external_->string()}}; }
+  /// The external file is identified by its content (inputs()), not by its path.
+  nlohmann::json parameters() const override { return {{"external", true}}; }
+  std::vector<NamedInput> inputs() const override { return {{"external", *external_}}; }
   std::string result_key() const override { return "marketer_risk"; }
   std::vector<VariableInfo> added_variables() const override {
     VariableInfo variable;

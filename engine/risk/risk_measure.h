@@ -19,6 +19,7 @@
 #include "engine/flags.h"
 #include "engine/path_flags.h"
 #include "engine/run_context.h"
+#include "engine/table_step.h"
 #include "kernels/core/key_grouping.h"
 #include "kernels/core/record_rng.h"
 #include "kernels/core/table.h"
@@ -61,6 +62,9 @@ class RiskMeasure {
   virtual bool enabled() const = 0;
   /// The measure's parameters, merged into the step's (they enter the step fingerprint).
   virtual nlohmann::json parameters() const = 0;
+  /// The files the measure reads besides the step's input, by flag name: their content digests
+  /// join the step's fingerprint, and the report lists them.
+  virtual std::vector<NamedInput> inputs() const { return {}; }
   /// The key of the step's results (and of the report schema) that holds this measure's results.
   virtual std::string result_key() const = 0;
   virtual std::vector<VariableInfo> added_variables() const = 0;

@@ -136,11 +136,15 @@ class RiskStepImpl final : public RiskStep {
     step.parameters = parameters();
     if (seed) report.set_seed_fingerprint(seed->fingerprint());
 
+    std::vector<NamedInput> other_inputs;
+    for (const auto& measure : measures)
+      if (measure->enabled())
+        for (NamedInput& input : measure->inputs()) other_inputs.push_back(std::move(input));
     PhaseClock clock("risk", comm.is_coordinator());
     OpenedTable opened = open_table_step(
         comm, context, options.input, options.household,
-        {"", "risk", step.parameters, draws, seed ? std::optional<std::string>(seed->fingerprint()) : std::nullopt},
-        write_options, clock);
+        {"", "risk", step.parameters, draws, seed ? std::optional<std::string>(seed->fingerprint()) : std::nullopt, {}},
+        write_options, clock, OutputRelease::kAnalysis, other_inputs);
     if (auto earlier = resumable_step_results(comm, options.resume, options.output, opened.fingerprint)) {
       timer.stop();
       record_resumed_step(step, std::move(*earlier));

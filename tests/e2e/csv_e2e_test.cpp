@@ -220,7 +220,7 @@ TEST(ImportThenExport, WritesCodesOrChosenVariables) {
   EXPECT_EQ(report["outputs"][0]["kind"], "csv");
   const std::string digest = content_digest(h5);
   if (!digest.empty()) {
-    EXPECT_EQ(report["input"]["digest"], digest);
+    EXPECT_EQ(report["inputs"][0]["digest"], digest);
   }
   EXPECT_EQ(run_sdc({"export", h5.string(), "-o", (dir / "x.csv").string(), "--variables", "nope"}).exit_code,
             kInvalidInput);
@@ -265,8 +265,8 @@ TEST(AnImport, WritesAValidReportWithTheFileDigest) {
   ASSERT_EQ(result.exit_code, 0) << result.err;
   expect_valid_report(report_path);
   const auto report = nlohmann::json::parse(read_text(report_path));
-  EXPECT_EQ(report["input"]["digest"], sha256_of(csv));
-  EXPECT_EQ(report["input"]["path"], csv.string());
+  EXPECT_EQ(report["inputs"][0]["digest"], sha256_of(csv));
+  EXPECT_EQ(report["inputs"][0]["path"], csv.string());
   const auto& step = report["steps"][0];
   EXPECT_EQ(step["method"], "import");
   EXPECT_EQ(step["parameters"]["role"].size(), 5U);

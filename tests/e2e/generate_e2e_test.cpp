@@ -81,7 +81,7 @@ TEST_F(SdcGenerateCensus, WritesTheDocumentedVariablesAndAValidReport) {
   EXPECT_EQ(step["results"]["sample_persons"], file["rows"]);
   EXPECT_EQ(step["results"]["persons"], file["rows"]);
   EXPECT_TRUE(report["seed_fingerprint"].is_string());
-  EXPECT_TRUE(report["input"].is_null());
+  EXPECT_TRUE(report["inputs"].empty());
   EXPECT_EQ(report["outputs"][0]["kind"], "data");
   EXPECT_EQ(result.err.find("20261121"), std::string::npos) << "the seed is never logged";
 }

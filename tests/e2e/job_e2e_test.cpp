@@ -112,7 +112,59 @@ TEST_F(AJob, ChainsStepsAndWritesOneValidReport) {
   ASSERT_EQ(report["steps"].size(), 2U);
   EXPECT_EQ(report["steps"][1]["results"]["k"], 5);
   EXPECT_EQ(report["outputs"].size(), 2U);
-  EXPECT_EQ(report["input"]["path"], (dir_ / "persons.h5").string());
+  EXPECT_EQ(report["inputs"][0]["path"], (dir_ / "persons.h5").string());
+}
+
+TEST_F(AJob, RunsATwoInputStepWithEachInputFromItsOwnSource) {
+  // Step 2 reads the original (the job's input) and, as its external file, the released file of
+  // step 1: the marketer risk of the original against its PRAMmed release.
+  const auto path = job("job.yaml",
+                        "version: 1\n"
+                        "output_dir: " + (dir_ / "out").string() + "\n"
+                        "seed_file: " + (dir_ / "job.seed").string() + "\n"
+                        "steps:\n"
+                        "  - method: pram\n"
+                        "    name: released\n"
+                        "    variables: [marstat]\n"
+                        "  - method: risk\n"
+                        "    name: linkage\n"
+                        "    from: {input: input, external: released}\n"
+                        "    keys: [sex, marstat]\n");
+  ASSERT_EQ(run_sdc({"generate", "seed", "--output", (dir_ / "job.seed").string()}).exit_code, 0);
+  const auto result = run_sdc({"run", path.string(), "--input", (dir_ / "persons.h5").string(), "--report",
+                               (dir_ / "job.json").string()});
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  EXPECT_EQ(validate_report(dir_ / "job.json"), "");
+  const auto report = nlohmann::json::parse(read_text(dir_ / "job.json"));
+  ASSERT_EQ(report["steps"].size(), 2U);
+  const auto& marketer = report["steps"][1]["results"]["marketer_risk"];
+  EXPECT_EQ(marketer["external_records"], 3000);
+  EXPECT_EQ(marketer["records"], 3000);
+  // The job read one file; the external of step 2 is step 1's output, not an input of the job.
+  ASSERT_EQ(report["inputs"].size(), 1U);
+  EXPECT_EQ(report["inputs"][0]["name"], "input");
+  EXPECT_EQ(report["inputs"][0]["path"], (dir_ / "persons.h5").string());
+
+  // The same step from the command line names both inputs, and identifies the external by content.
+  const auto direct = run_sdc({"risk", "--input", (dir_ / "persons.h5").string(), "--external",
+                               (dir_ / "out" / "released.h5").string(), "--keys", "sex,marstat", "--output",
+                               (dir_ / "direct.h5").string(), "--report", (dir_ / "direct.json").string()});
+  ASSERT_EQ(direct.exit_code, 0) << direct.err;
+  const auto direct_report = nlohmann::json::parse(read_text(dir_ / "direct.json"));
+  ASSERT_EQ(direct_report["inputs"].size(), 2U);
+  EXPECT_EQ(direct_report["inputs"][1]["name"], "external");
+  EXPECT_EQ(direct_report["inputs"][1]["digest"], digest_of(dir_ / "out" / "released.h5"));
+  EXPECT_EQ(direct_report["steps"][0]["results"]["marketer_risk"], marketer);
+  EXPECT_EQ(digest_of(dir_ / "direct.h5"), digest_of(dir_ / "out" / "linkage.h5"));
+}
+
+TEST_F(AJob, RejectsAFromForAnInputTheMethodDoesNotHave) {
+  const auto path = job_with_steps("  - method: risk\n"
+                                   "    from: {input: input, masked: input}\n"
+                                   "    keys: [sex]\n");
+  const auto result = run_sdc({"run", path.string(), "--input", (dir_ / "persons.h5").string()});
+  EXPECT_EQ(result.exit_code, 4) << result.err;
+  EXPECT_NE(result.err.find("step 1 (risk): from: the method has no input 'masked'"), std::string::npos) << result.err;
 }
 
 TEST_F(AJob, RejectsAReportDirectoryThatDoesNotExistBeforeRunningAnything) {

@@ -72,7 +72,7 @@ TEST_F(AnMpiRun, GivesEqualDigestsForAnyRankAndThreadCount) {
     EXPECT_EQ(report["ranks"], ranks);
     EXPECT_EQ(report["peak_memory_bytes"].size(), static_cast<std::size_t>(ranks));
     // The ranks compute the input's digest from the rows they hold: it equals a sequential pass.
-    EXPECT_EQ(report["input"]["digest"], input_digest) << ranks << " ranks";
+    EXPECT_EQ(report["inputs"][0]["digest"], input_digest) << ranks << " ranks";
   }
   print_digest("risk", digests.front());
   for (const auto& digest : digests) EXPECT_EQ(digest, digests.front());
@@ -114,7 +114,7 @@ TEST(AnMpiDigest, EqualsTheSequentialDigestWhenBlocksSpanRanks) {
     const auto result = run_sdc_mpi(ranks, {"risk", "-i", census, "-o", (dir / ("r" + std::to_string(ranks) + ".h5")).string(),
                                         "--keys", "sex,age", "--household", "hid", "--report", report});
     ASSERT_EQ(result.exit_code, 0) << result.err;
-    EXPECT_EQ(nlohmann::json::parse(read_text(report))["input"]["digest"], sequential) << ranks << " ranks";
+    EXPECT_EQ(nlohmann::json::parse(read_text(report))["inputs"][0]["digest"], sequential) << ranks << " ranks";
   }
 }
 

@@ -33,7 +33,7 @@ TEST(SdcRisk, ReproducesTheFrancdatOracle) {
   EXPECT_EQ(results["equivalence_classes"], 6);
   EXPECT_EQ(results["sample_uniques"], 4);
   EXPECT_EQ(results["records_below_k"], 4);
-  EXPECT_EQ(report["input"]["rows"], 8);
+  EXPECT_EQ(report["inputs"][0]["rows"], 8);
 }
 
 class ASmallHouseholdFile : public ::testing::Test {

@@ -141,11 +141,15 @@ std::vector<std::string> TempDir::entries() const {
 
 std::string validate_report(const std::filesystem::path& report) {
   const std::string script =
-      "import json, sys\n"
+      "import glob, json, os, sys\n"
       "import jsonschema\n"
       "schema = json.load(open(sys.argv[1]))\n"
-      "jsonschema.Draft202012Validator.check_schema(schema)\n"
-      "errors = sorted(jsonschema.Draft202012Validator(schema).iter_errors(json.load(open(sys.argv[2]))), key=str)\n"
+      "store = {}\n"
+      "for part in [schema] + [json.load(open(f)) for f in sorted(glob.glob(os.path.join(os.path.dirname(sys.argv[1]), 'report-schema', '*.json')))]:\n"
+      "    jsonschema.Draft202012Validator.check_schema(part)\n"
+      "    store[part['$id']] = part\n"
+      "resolver = jsonschema.RefResolver(base_uri=schema['$id'], referrer=schema, store=store)\n"
+      "errors = sorted(jsonschema.Draft202012Validator(schema, resolver=resolver).iter_errors(json.load(open(sys.argv[2]))), key=str)\n"
       "for e in errors: print(list(e.absolute_path), e.message)\n"
       "sys.exit(1 if errors else 0)\n";
   // Debian's python modules live with /usr/bin/python3, whatever python3 comes first on PATH.

@@ -60,7 +60,8 @@ class TempDir {
   std::filesystem::path path_;
 };
 
-/// Validates a report against docs/report-schema.json (with Debian's python3-jsonschema).
+/// Validates a report against docs/report-schema.json and the methods' schemas it refers to in
+/// docs/report-schema/ (with Debian's python3-jsonschema, resolving every $ref locally).
 /// Returns the validator's complaint, or an empty string when the report is valid.
 std::string validate_report(const std::filesystem::path& report);
 
