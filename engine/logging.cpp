@@ -53,11 +53,11 @@ class DescriptorSink final : public spdlog::sinks::base_sink<std::mutex> {
 
 /// Whether `text` starts as a line of this log does: "[YYYY-MM-DD ".
 bool starts_like_a_log_line(const char* text, std::size_t size) {
-  constexpr std::string_view shape = "[0000-00-00 ";
-  if (size < shape.size()) return false;
-  for (std::size_t i = 0; i < shape.size(); ++i) {
-    const bool digit = shape[i] == '0';
-    if (digit ? !std::isdigit(static_cast<unsigned char>(text[i])) : text[i] != shape[i]) return false;
+  constexpr std::string_view kShape = "[0000-00-00 ";
+  if (size < kShape.size()) return false;
+  for (std::size_t i = 0; i < kShape.size(); ++i) {
+    const bool digit = kShape[i] == '0';
+    if (digit ? !std::isdigit(static_cast<unsigned char>(text[i])) : text[i] != kShape[i]) return false;
   }
   return true;
 }

@@ -100,7 +100,7 @@ void create_table_file(const std::filesystem::path& path, const std::vector<Vari
 /// unchanged); at most the part's raw size, usually a fraction of it.
 class EncodedRows {
  public:
-  struct Impl;  ///< private to io/hdf5_table.cpp
+  struct Impl;  ///< private to io/hdf5_writer.cpp
   explicit EncodedRows(std::unique_ptr<Impl> impl);
   ~EncodedRows();
   EncodedRows(EncodedRows&&) noexcept;

@@ -20,6 +20,8 @@ packages=(
   libgtest-dev libgmock-dev libbenchmark-dev libbenchmark-tools
   # test helpers: report validation (JSON Schema) and independent HDF5 reads, with Debian's python
   python3 python3-jsonschema python3-h5py
+  # style checks of the test command (scripts/check-style.sh)
+  clang-format clang-tidy
 )
 
 if [ "${1:-}" = "--list" ]; then

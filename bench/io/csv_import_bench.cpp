@@ -76,7 +76,7 @@ std::filesystem::path make_csv() {
   const auto path = scratch().dir / "census.csv";
   std::FILE* file = std::fopen(path.c_str(), "wb");
   if (file == nullptr) throw std::runtime_error("cannot create " + path.string());
-  static const char* const kCountries[] = {"AUT", "DEU", "FRA", "ITA", "ESP", "POL", "ROU", "NLD", "BEL", "GRC",
+  static constexpr const char* kCountries[] = {"AUT", "DEU", "FRA", "ITA", "ESP", "POL", "ROU", "NLD", "BEL", "GRC",
                                            "CZE", "PRT", "SWE", "HUN", "BGR", "DNK", "FIN", "SVK", "IRL", "HRV",
                                            "LTU", "SVN", "LVA", "EST", "CYP", "LUX", "MLT", "TUR", "SRB", "UKR"};
   std::mt19937_64 rng(20240611);

@@ -20,7 +20,7 @@ struct GaussLegendreRule {
 // cosine guesses; weights 2 / ((1 - x²) P_n'(x)²). Computed once, immutable afterwards.
 GaussLegendreRule make_gauss_legendre_rule() {
   GaussLegendreRule rule;
-  constexpr double n = kGaussPoints;
+  const double n = kGaussPoints;
   for (int i = 0; i < kGaussPoints; ++i) {
     double x = std::cos(std::numbers::pi * (i + 0.75) / (n + 0.5));
     double derivative = 0.0;

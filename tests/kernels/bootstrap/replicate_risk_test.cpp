@@ -222,12 +222,12 @@ TEST(ReplicateRisk, FullSampleAgreesWithFrequencyCountsAndIndividualRisk) {
   EXPECT_EQ(full.records.at(0), r.record_class.size());
 
   std::vector<double> f_per_record;
-  std::vector<double> F_per_record;
+  std::vector<double> weight_sum_per_record;
   for (std::size_t i = 0; i < r.record_class.size(); ++i) {
     f_per_record.push_back(static_cast<double>(counts[r.record_class[i]]));
-    F_per_record.push_back(weight_sums[r.record_class[i]].value());
+    weight_sum_per_record.push_back(weight_sums[r.record_class[i]].value());
   }
-  const auto risk = individual_risk(f_per_record, F_per_record, {});
+  const auto risk = individual_risk(f_per_record, weight_sum_per_record, {});
   const auto global = global_risk_finalize(global_risk_local(risk.risk));
   EXPECT_NEAR(full.expected_reidentifications.at(0), global.expected_reidentifications,
               1e-12 * global.expected_reidentifications);
@@ -256,7 +256,7 @@ TEST(ReplicateRisk, ReplicateStatisticsMatchABruteForceRecount) {
       F[r.record_class[i]] += mi * r.weights[i];
     }
     std::vector<double> drawn_f;
-    std::vector<double> drawn_F;
+    std::vector<double> drawn_weight_sums;
     std::uint64_t uniques = 0;
     std::uint64_t survivors = 0;
     std::uint64_t below = 0;
@@ -265,12 +265,12 @@ TEST(ReplicateRisk, ReplicateStatisticsMatchABruteForceRecount) {
       if (size[c] == 1 && f[c] == 1) ++survivors;
       if (f[c] == 0) continue;
       drawn_f.push_back(f[c]);
-      drawn_F.push_back(F[c]);
+      drawn_weight_sums.push_back(F[c]);
       n += static_cast<std::uint64_t>(f[c]);
       if (f[c] == 1) ++uniques;
       if (f[c] < 3) below += static_cast<std::uint64_t>(f[c]);
     }
-    const auto risk = individual_risk(drawn_f, drawn_F, {});
+    const auto risk = individual_risk(drawn_f, drawn_weight_sums, {});
     double expected = 0.0;
     for (std::size_t j = 0; j < drawn_f.size(); ++j) expected += drawn_f[j] * risk.risk[j];
     EXPECT_EQ(series.records[b], n) << b;
