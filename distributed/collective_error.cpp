@@ -8,7 +8,9 @@
 namespace sdc::distributed {
 namespace {
 
-std::span<const std::byte> bytes_of(const std::string& text) { return std::as_bytes(std::span(text.data(), text.size())); }
+std::span<const std::byte> bytes_of(const std::string& text) {
+  return std::as_bytes(std::span(text.data(), text.size()));
+}
 
 std::string text_of(const std::vector<std::byte>& bytes) {
   return std::string(reinterpret_cast<const char*>(bytes.data()), bytes.size());
@@ -36,7 +38,8 @@ void agree_on_error(const Communicator& comm, const std::function<void()>& local
     failure = std::string(1, static_cast<char>(error.code())) + error.what();
   }
   if (comm.size() == 1) {
-    if (!failure.empty()) throw_error(static_cast<ExitCode>(static_cast<unsigned char>(failure.front())), failure.substr(1));
+    if (!failure.empty())
+      throw_error(static_cast<ExitCode>(static_cast<unsigned char>(failure.front())), failure.substr(1));
     return;
   }
   for (const auto& part : comm.all_gather_bytes(bytes_of(failure))) {

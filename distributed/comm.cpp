@@ -110,7 +110,8 @@ std::vector<std::vector<std::byte>> Communicator::all_gather_bytes(std::span<con
   return all_to_all_bytes(send);
 }
 
-std::vector<std::vector<std::byte>> Communicator::all_to_all_bytes(const std::vector<std::vector<std::byte>>& send) const {
+std::vector<std::vector<std::byte>> Communicator::all_to_all_bytes(
+    const std::vector<std::vector<std::byte>>& send) const {
   const auto ranks = static_cast<std::size_t>(size_);
   SDC_CHECK(send.size() == ranks, "one send buffer per rank");
   if (size_ == 1) return send;
@@ -133,14 +134,17 @@ std::vector<std::vector<std::byte>> Communicator::all_to_all_bytes(const std::ve
   for (std::int64_t round = 0; round < rounds; ++round) {
     const auto step = static_cast<std::size_t>(per_destination);
     const auto begin = static_cast<std::size_t>(round) * step;
-    const auto slice = [&](std::size_t total) { return total > begin ? std::min(total - begin, step) : std::size_t{0}; };
+    const auto slice = [&](std::size_t total) {
+      return total > begin ? std::min(total - begin, step) : std::size_t{0};
+    };
     send_buffer.clear();
     std::size_t receive_total = 0;
     for (std::size_t r = 0; r < ranks; ++r) {
       const std::size_t out = slice(send[r].size());
       send_offsets[r] = static_cast<int>(send_buffer.size());
       send_counts[r] = static_cast<int>(out);
-      send_buffer.insert(send_buffer.end(), send[r].begin() + static_cast<std::ptrdiff_t>(std::min(begin, send[r].size())),
+      send_buffer.insert(send_buffer.end(),
+                         send[r].begin() + static_cast<std::ptrdiff_t>(std::min(begin, send[r].size())),
                          send[r].begin() + static_cast<std::ptrdiff_t>(std::min(begin, send[r].size()) + out));
       receive_offsets[r] = static_cast<int>(receive_total);
       receive_counts[r] = static_cast<int>(slice(received[r].size()));
@@ -151,7 +155,8 @@ std::vector<std::vector<std::byte>> Communicator::all_to_all_bytes(const std::ve
                         receive_counts.data(), receive_offsets.data(), MPI_BYTE, MPI_COMM_WORLD),
           "MPI_Alltoallv");
     for (std::size_t r = 0; r < ranks; ++r)
-      std::copy_n(receive_buffer.begin() + receive_offsets[r], receive_counts[r], received[r].begin() + static_cast<std::ptrdiff_t>(begin));
+      std::copy_n(receive_buffer.begin() + receive_offsets[r], receive_counts[r],
+                  received[r].begin() + static_cast<std::ptrdiff_t>(begin));
   }
   return received;
 }

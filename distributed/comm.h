@@ -5,9 +5,9 @@
 // Every collective here is entered by all ranks or none. A rank that fails does not return to a
 // collective: it calls abort_job(), which ends every rank of the job with the error's exit code.
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
-#include <algorithm>
 #include <cstring>
 #include <span>
 #include <string>

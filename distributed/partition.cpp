@@ -37,7 +37,8 @@ RowRange household_aligned_range(const Communicator& comm, std::int64_t rows, co
   std::int64_t start = my_start;
   for (int r = 0; r < comm.rank(); ++r) start = std::max(start, starts[static_cast<std::size_t>(r)]);
   std::int64_t end = rows;
-  for (std::size_t r = static_cast<std::size_t>(comm.rank()) + 1; r < starts.size(); ++r) end = std::min(end, std::max(starts[r], start));
+  for (std::size_t r = static_cast<std::size_t>(comm.rank()) + 1; r < starts.size(); ++r)
+    end = std::min(end, std::max(starts[r], start));
   return {start, std::max<std::int64_t>(0, end - start)};
 }
 
@@ -53,7 +54,8 @@ std::int64_t first_unsorted_row(const Communicator& comm, const RowRange& range,
   struct Ends {
     std::int64_t first_id, last_id, first_row, count;
   };
-  const Ends mine{ids.empty() ? 0 : ids.front(), ids.empty() ? 0 : ids.back(), range.first, static_cast<std::int64_t>(ids.size())};
+  const Ends mine{ids.empty() ? 0 : ids.front(), ids.empty() ? 0 : ids.back(), range.first,
+                  static_cast<std::int64_t>(ids.size())};
   const auto all = comm.all_gather(mine);
   const Ends* previous = nullptr;
   for (const auto& e : all) {

@@ -11,21 +11,23 @@ namespace sdc::distributed {
 namespace {
 
 Column::Storage empty_like(const Column& column) {
-  return std::visit([](const auto& values) { return Column::Storage(std::decay_t<decltype(values)>{}); }, column.storage());
+  return std::visit([](const auto& values) { return Column::Storage(std::decay_t<decltype(values)>{}); },
+                    column.storage());
 }
-
 
 }  // namespace
 
 MovedRows exchange_rows(const Communicator& comm, const Table& table, std::span<const std::int64_t> row_ids,
-                        std::span<const int> destination, std::int64_t first_row_id, std::span<const std::int64_t> tags) {
+                        std::span<const int> destination, std::int64_t first_row_id,
+                        std::span<const std::int64_t> tags) {
   SDC_CHECK(tags.empty() || tags.size() == row_ids.size(), "one tag per row, or none");
   const bool tagged = comm.all_reduce_max(tags.empty() ? 0 : 1) == 1;
   const auto ranks = static_cast<std::size_t>(comm.size());
   SDC_CHECK(row_ids.size() == static_cast<std::size_t>(table.row_count()) && destination.size() == row_ids.size(),
             "one row id and one destination per row");
   std::vector<std::vector<std::uint32_t>> rows_for(ranks);
-  for (std::size_t i = 0; i < destination.size(); ++i) rows_for[static_cast<std::size_t>(destination[i])].push_back(static_cast<std::uint32_t>(i));
+  for (std::size_t i = 0; i < destination.size(); ++i)
+    rows_for[static_cast<std::size_t>(destination[i])].push_back(static_cast<std::uint32_t>(i));
 
   std::vector<std::vector<std::byte>> send(ranks);
   for (std::size_t r = 0; r < ranks; ++r) {
@@ -113,14 +115,17 @@ StratumAssignment assign_strata(const Communicator& comm, std::span<const std::i
     std::sort(counts.begin(), counts.end());
     std::vector<std::pair<std::int64_t, std::int64_t>> merged;
     for (const auto& [stratum, records] : counts) {
-      if (!merged.empty() && merged.back().first == stratum) merged.back().second += records;
-      else merged.emplace_back(stratum, records);
+      if (!merged.empty() && merged.back().first == stratum)
+        merged.back().second += records;
+      else
+        merged.emplace_back(stratum, records);
     }
     // Largest first to the least loaded rank: within 4/3 of the best balance (Graham's LPT bound).
     std::vector<std::size_t> by_size(merged.size());
     std::iota(by_size.begin(), by_size.end(), 0U);
     std::sort(by_size.begin(), by_size.end(), [&](std::size_t a, std::size_t b) {
-      return merged[a].second != merged[b].second ? merged[a].second > merged[b].second : merged[a].first < merged[b].first;
+      return merged[a].second != merged[b].second ? merged[a].second > merged[b].second
+                                                  : merged[a].first < merged[b].first;
     });
     std::vector<std::int64_t> load(static_cast<std::size_t>(comm.size()), 0);
     std::vector<int> rank_of_stratum(merged.size());
@@ -146,8 +151,8 @@ StratumAssignment assign_strata(const Communicator& comm, std::span<const std::i
   return assignment;
 }
 
-MovedRows shuffle_by_stratum(const Communicator& comm, const Table& part, std::span<const std::int64_t> stratum_of_record,
-                             const StratumAssignment& assignment) {
+MovedRows shuffle_by_stratum(const Communicator& comm, const Table& part,
+                             std::span<const std::int64_t> stratum_of_record, const StratumAssignment& assignment) {
   std::vector<std::int64_t> row_ids(static_cast<std::size_t>(part.row_count()));
   std::iota(row_ids.begin(), row_ids.end(), part.first_row_id());
   std::vector<int> destination(row_ids.size());
@@ -171,19 +176,22 @@ MovedRows shuffle_by_stratum(const Communicator& comm, const Table& part, std::s
   return moved;
 }
 
-Table return_home(const Communicator& comm, const Table& rows, std::span<const std::int64_t> row_ids, const RowRange& home) {
+Table return_home(const Communicator& comm, const Table& rows, std::span<const std::int64_t> row_ids,
+                  const RowRange& home) {
   const auto homes = comm.all_gather(home);
   std::vector<int> destination(row_ids.size());
   for (std::size_t i = 0; i < row_ids.size(); ++i) {
     // Home ranges are contiguous and in rank order: the home is the first range ending after the row.
-    const auto it = std::partition_point(homes.begin(), homes.end(), [&](const RowRange& h) { return h.end() <= row_ids[i]; });
+    const auto it =
+        std::partition_point(homes.begin(), homes.end(), [&](const RowRange& h) { return h.end() <= row_ids[i]; });
     SDC_CHECK(it != homes.end() && row_ids[i] >= it->first, "every row has a home rank");
     destination[i] = static_cast<int>(it - homes.begin());
   }
   MovedRows moved = exchange_rows(comm, rows, row_ids, destination, home.first);
   SDC_CHECK(moved.table.row_count() == home.count, "every home row came back");
   std::vector<std::uint64_t> order(moved.row_ids.size());
-  for (std::size_t i = 0; i < moved.row_ids.size(); ++i) order[static_cast<std::size_t>(moved.row_ids[i] - home.first)] = i;
+  for (std::size_t i = 0; i < moved.row_ids.size(); ++i)
+    order[static_cast<std::size_t>(moved.row_ids[i] - home.first)] = i;
   reorder_rows(moved.table, order);
   return std::move(moved.table);
 }

@@ -42,11 +42,12 @@ StratumAssignment assign_strata(const Communicator& comm, std::span<const std::i
 
 /// Collective. Moves every record to the rank of its stratum; the result is sorted by (stratum, row id)
 /// and its tags are the records' strata.
-MovedRows shuffle_by_stratum(const Communicator& comm, const Table& part, std::span<const std::int64_t> stratum_of_record,
-                             const StratumAssignment& assignment);
+MovedRows shuffle_by_stratum(const Communicator& comm, const Table& part,
+                             std::span<const std::int64_t> stratum_of_record, const StratumAssignment& assignment);
 
 /// Collective. Sends rows back to the rank whose `home` range holds their row id (every rank passes
 /// its own home range) and restores row order there: the inverse of a shuffle, for per-record results.
-Table return_home(const Communicator& comm, const Table& rows, std::span<const std::int64_t> row_ids, const RowRange& home);
+Table return_home(const Communicator& comm, const Table& rows, std::span<const std::int64_t> row_ids,
+                  const RowRange& home);
 
 }  // namespace sdc::distributed

@@ -34,13 +34,14 @@ std::filesystem::path checkpoint_path(const std::filesystem::path& output) {
   return path;
 }
 
-void write_checkpoint(const std::filesystem::path& output, const std::string& fingerprint, const nlohmann::json& results,
-                      io::FilePermissions permissions) {
+void write_checkpoint(const std::filesystem::path& output, const std::string& fingerprint,
+                      const nlohmann::json& results, io::FilePermissions permissions) {
   const nlohmann::json checkpoint = {{"step_fingerprint", fingerprint}, {"results", results}};
   io::write_file_atomically(checkpoint_path(output), checkpoint.dump(2) + "\n", permissions);
 }
 
-std::optional<nlohmann::json> completed_step_results(const std::filesystem::path& output, const std::string& fingerprint) {
+std::optional<nlohmann::json> completed_step_results(const std::filesystem::path& output,
+                                                     const std::string& fingerprint) {
   std::error_code ec;
   if (!std::filesystem::exists(output, ec)) return std::nullopt;
   try {
@@ -59,7 +60,8 @@ std::optional<nlohmann::json> completed_step_results(const std::filesystem::path
 }
 
 std::optional<nlohmann::json> resumable_step_results(const distributed::Communicator& comm, bool resume,
-                                                     const std::filesystem::path& output, const std::string& fingerprint) {
+                                                     const std::filesystem::path& output,
+                                                     const std::string& fingerprint) {
   if (!resume) return std::nullopt;
   std::string found;
   if (comm.is_coordinator()) {
@@ -72,8 +74,9 @@ std::optional<nlohmann::json> resumable_step_results(const distributed::Communic
 
 void record_resumed_step(StepRecord& step, nlohmann::json results) {
   step.results = std::move(results);
-  step.warnings.push_back("resumed: the output was complete from an earlier run with the same input, parameters "
-                          "and seed; the step was skipped");
+  step.warnings.push_back(
+      "resumed: the output was complete from an earlier run with the same input, parameters "
+      "and seed; the step was skipped");
 }
 
 }  // namespace sdc::engine

@@ -13,17 +13,17 @@
 #include <vector>
 
 #include "distributed/comm.h"
-#include "io/atomic_output.h"
 #include "engine/report/run_report.h"
+#include "io/atomic_output.h"
 #include "kernels/core/record_rng.h"
 
 namespace sdc::engine {
 
 struct StepIdentity {
-  std::string input_digest;              ///< content digest of the step's input (named "input")
-  std::string method;                    ///< e.g. "risk"
-  nlohmann::json parameters;             ///< the method's parameters (not paths, threads or filters)
-  std::vector<StepId> draws;             ///< the StepIds the step draws with; empty for deterministic steps
+  std::string input_digest;   ///< content digest of the step's input (named "input")
+  std::string method;         ///< e.g. "risk"
+  nlohmann::json parameters;  ///< the method's parameters (not paths, threads or filters)
+  std::vector<StepId> draws;  ///< the StepIds the step draws with; empty for deterministic steps
   std::optional<std::string> seed_fingerprint;
   /// The step's other inputs by name ("external", "masked") and content digest: their content, not
   /// their paths, identifies the step.
@@ -39,18 +39,20 @@ std::filesystem::path checkpoint_path(const std::filesystem::path& output);
 
 /// Writes the checkpoint of a masked `output` (checkpoint_path) atomically: its step's fingerprint and
 /// results.
-void write_checkpoint(const std::filesystem::path& output, const std::string& fingerprint, const nlohmann::json& results,
-                      io::FilePermissions permissions);
+void write_checkpoint(const std::filesystem::path& output, const std::string& fingerprint,
+                      const nlohmann::json& results, io::FilePermissions permissions);
 
 /// The results recorded by a completed earlier run of this step, when `output` exists, is a readable
 /// sdc-engine file and carries `fingerprint`, with its results in the file or, for a masked output,
 /// in its checkpoint (carrying the same fingerprint); otherwise none (the step must run).
-std::optional<nlohmann::json> completed_step_results(const std::filesystem::path& output, const std::string& fingerprint);
+std::optional<nlohmann::json> completed_step_results(const std::filesystem::path& output,
+                                                     const std::string& fingerprint);
 
 /// Collective. With `resume`, the coordinator looks for the results of a completed earlier run
 /// (completed_step_results) and every rank receives what it found; without `resume`, none.
 std::optional<nlohmann::json> resumable_step_results(const distributed::Communicator& comm, bool resume,
-                                                     const std::filesystem::path& output, const std::string& fingerprint);
+                                                     const std::filesystem::path& output,
+                                                     const std::string& fingerprint);
 
 /// Records in `step` that it was skipped and reports the earlier run's `results`.
 void record_resumed_step(StepRecord& step, nlohmann::json results);

@@ -58,7 +58,6 @@ std::vector<std::string> repeated_list_items(const CLI::App& app) {
   return problems;
 }
 
-
 CLI::Validator whole_number_in(std::int64_t minimum, std::int64_t maximum) {
   return CLI::Validator(
       [minimum, maximum](std::string& text) -> std::string {

@@ -34,7 +34,6 @@ CLI::Option* add_variable_list_option(CLI::App& app, const std::string& flag, st
 /// silently change results (SUDA2 would count its MSUs twice).
 std::vector<std::string> repeated_list_items(const CLI::App& app);
 
-
 /// Accepts a whole number from `minimum` to `maximum`, with a message a person would write ("expected a
 /// whole number from 2 to 100000, got '-1'"; CLI11's own names the type's range). Every count flag
 /// has an upper bound, documented with the flag (docs/cli.md), so that no count reaches an

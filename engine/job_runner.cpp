@@ -6,8 +6,8 @@
 #include <algorithm>
 #include <cstdlib>
 #include <map>
-#include <set>
 #include <memory>
+#include <set>
 #include <sstream>
 
 #include "distributed/comm.h"
@@ -29,7 +29,8 @@ struct StepPlan {
 class JobPlanner {
  public:
   /// `problems`: those found in the job file's structure, listed with the planner's own.
-  JobPlanner(io::JobFile job, const JobOverrides& overrides, std::vector<std::string> problems, const MethodCatalog& catalog)
+  JobPlanner(io::JobFile job, const JobOverrides& overrides, std::vector<std::string> problems,
+             const MethodCatalog& catalog)
       : job_(std::move(job)), overrides_(overrides), problems_(std::move(problems)), catalog_(catalog) {
     if (overrides.input) job_.input = overrides.input;
     // A relative job report inside the job's output directory moves with --output-dir, so that an
@@ -92,8 +93,8 @@ class JobPlanner {
           variables = job_input_variables;
         } else if (const auto it = outputs_by_step.find(from.source); it != outputs_by_step.end()) {
           if (it->second.kind != OutputKind::kData) {
-            problem(from.line, where + ": from: step '" + from.source + "' writes a " + std::string(to_string(it->second.kind)) +
-                                   " file, not a data table");
+            problem(from.line, where + ": from: step '" + from.source + "' writes a " +
+                                   std::string(to_string(it->second.kind)) + " file, not a data table");
             continue;
           }
           source = it->second.path;
@@ -124,7 +125,8 @@ class JobPlanner {
       for (const io::JobSetting& setting : step.settings) {
         const MethodCatalog::FlagKind kind = catalog_.flag(step.method, setting.key);
         if (kind == MethodCatalog::FlagKind::kUnknown) {
-          problem(setting.line, where + ": unknown key '" + setting.key + "' (keys: " + catalog_.flags(step.method) + ")");
+          problem(setting.line,
+                  where + ": unknown key '" + setting.key + "' (keys: " + catalog_.flags(step.method) + ")");
           continue;
         }
         explicit_input = explicit_input || setting.key == "input";
@@ -148,8 +150,11 @@ class JobPlanner {
         }
         if (setting.key == "output") plan.output = value;
       }
-      const auto has_flag = [&](const char* key) { return catalog_.flag(step.method, key) != MethodCatalog::FlagKind::kUnknown; };
-      for (const auto& [input, source] : other_sources) plan.argv.insert(plan.argv.end(), {"--" + input, source.string()});
+      const auto has_flag = [&](const char* key) {
+        return catalog_.flag(step.method, key) != MethodCatalog::FlagKind::kUnknown;
+      };
+      for (const auto& [input, source] : other_sources)
+        plan.argv.insert(plan.argv.end(), {"--" + input, source.string()});
       if (has_flag("input") && !explicit_input) {
         if (!current_input) {
           if (!input_unknown) problem(step.line, where + ": no input: give 'input' in the job or in the step");
@@ -162,7 +167,8 @@ class JobPlanner {
         plan.argv.insert(plan.argv.end(), {"--output", plan.output->string()});
       }
       if (has_flag("report")) plan.argv.insert(plan.argv.end(), {"--report", step.name + ".json"});
-      if (has_flag("seed-file") && job_.seed_file) plan.argv.insert(plan.argv.end(), {"--seed-file", job_.seed_file->string()});
+      if (has_flag("seed-file") && job_.seed_file)
+        plan.argv.insert(plan.argv.end(), {"--seed-file", job_.seed_file->string()});
       if (has_flag("resume") && overrides_.resume) plan.argv.push_back("--resume");
 
       ParsedStep parsed = catalog_.parse(step.method, plan.argv);
@@ -177,8 +183,9 @@ class JobPlanner {
           path_uses_.push_back(std::move(use));
         }
         if (parsed.step->needs_seed() && !job_.seed_file && std::getenv("SDC_SEED") == nullptr)
-          problem(step.line, where + ": the step draws random numbers and needs a seed: give seed_file in the job, "
-                                     "--seed-file to sdc run, or set SDC_SEED");
+          problem(step.line, where +
+                                 ": the step draws random numbers and needs a seed: give seed_file in the job, "
+                                 "--seed-file to sdc run, or set SDC_SEED");
         if (available) {
           std::vector<std::string> variable_problems;
           parsed.step->check_variables(*available, variable_problems);
@@ -309,8 +316,8 @@ nlohmann::json merge_reports(const std::vector<nlohmann::json>& reports, const R
     }
     if (job["seed_fingerprint"].is_null()) job["seed_fingerprint"] = report["seed_fingerprint"];
     for (std::size_t r = 0; r < job["peak_memory_bytes"].size(); ++r)
-      job["peak_memory_bytes"][r] = std::max(job["peak_memory_bytes"][r].get<std::int64_t>(),
-                                             report["peak_memory_bytes"][r].get<std::int64_t>());
+      job["peak_memory_bytes"][r] =
+          std::max(job["peak_memory_bytes"][r].get<std::int64_t>(), report["peak_memory_bytes"][r].get<std::int64_t>());
   }
   job["finished_utc"] = reports.back()["finished_utc"];
   return job;
@@ -356,7 +363,9 @@ void PlannedJob::run(const RunContext& context) {
 
   for (std::size_t i = 0; i < plans.size(); ++i) {
     const StepPlan& plan = plans[i];
-    if (comm.is_coordinator()) spdlog::info("job {}: step {}/{} '{}' ({})", job.path.string(), i + 1, plans.size(), plan.step.name, plan.step.method);
+    if (comm.is_coordinator())
+      spdlog::info("job {}: step {}/{} '{}' ({})", job.path.string(), i + 1, plans.size(), plan.step.name,
+                   plan.step.method);
     const ParsedStep parsed = plan_->catalog->parse(plan.step.method, plan.argv);
     SDC_CHECK(parsed.error.empty() && parsed.step != nullptr, "a planned step parses again: " + parsed.error);
     step_context.argv = {context.argv.empty() ? "sdc" : context.argv.front()};

@@ -17,8 +17,8 @@ namespace sdc::engine {
 
 /// A job step's keys parsed into a step of its method.
 struct ParsedStep {
-  std::shared_ptr<void> owner;  ///< keeps `step` alive
-  Step* step = nullptr;         ///< null when `error` is set
+  std::shared_ptr<void> owner;        ///< keeps `step` alive
+  Step* step = nullptr;               ///< null when `error` is set
   std::vector<io::PathUse> paths;     ///< the files the step's keys name
   std::vector<std::string> repeated;  ///< variables named twice in a list, as messages
   std::string error;

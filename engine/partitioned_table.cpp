@@ -64,7 +64,8 @@ namespace {
 /// Collective. Moves rows so that rank r holds `target[r]`, a row range that starts on a chunk
 /// boundary, so that every rank writes whole chunks. Only the rows outside a rank's target travel
 /// (those of one partial chunk at each end, usually); the rest stay where they are.
-Table realign_rows(const distributed::Communicator& comm, Table part, const std::vector<distributed::RowRange>& target) {
+Table realign_rows(const distributed::Communicator& comm, Table part,
+                   const std::vector<distributed::RowRange>& target) {
   const auto& mine = target[static_cast<std::size_t>(comm.rank())];
   const std::int64_t first = part.first_row_id();
   const std::int64_t end = first + part.row_count();
@@ -160,14 +161,16 @@ std::string partitioned_content_digest(const distributed::Communicator& comm, co
     out.put(lo);
     out.put(hi);
     for (const Column& column : part.columns()) {
-      const std::string bytes = io::canonical_bytes(column, static_cast<std::size_t>(lo - first), static_cast<std::size_t>(hi - lo));
+      const std::string bytes =
+          io::canonical_bytes(column, static_cast<std::size_t>(lo - first), static_cast<std::size_t>(hi - lo));
       out.put_span(std::span(bytes.data(), bytes.size()));
     }
   }
   if (whole_begin >= 0) {
     const auto digests = io::whole_block_digests(part, whole_begin, whole_end, total);
     for (std::size_t v = 0; v < digests.size(); ++v)
-      for (std::size_t i = 0; i < digests[v].size(); ++i) report(v, whole_begin / kBlock + static_cast<std::int64_t>(i), digests[v][i]);
+      for (std::size_t i = 0; i < digests[v].size(); ++i)
+        report(v, whole_begin / kBlock + static_cast<std::int64_t>(i), digests[v][i]);
   }
 
   std::vector<std::vector<std::byte>> send(ranges.size());
@@ -184,7 +187,8 @@ std::string partitioned_content_digest(const distributed::Communicator& comm, co
       auto& buffers = split_blocks[block];
       buffers.resize(part.column_count());
       for (std::size_t v = 0; v < part.column_count(); ++v) {
-        const std::size_t size = static_cast<std::size_t>(hi - lo) * (summary.variables[v].type == VariableType::kCategorical ? 4 : 8);
+        const std::size_t size =
+            static_cast<std::size_t>(hi - lo) * (summary.variables[v].type == VariableType::kCategorical ? 4 : 8);
         const std::size_t old = buffers[v].size();
         buffers[v].resize(old + size);
         in.get_span(std::span(buffers[v].data() + old, size));
@@ -230,17 +234,19 @@ void write_partitioned(const distributed::Communicator& comm, Table part, const 
   const auto firsts = comm.all_gather(part.first_row_id());
   std::vector<distributed::RowRange> target(firsts.size());
   for (std::size_t r = 0; r < firsts.size(); ++r) {
-    const std::int64_t rounded = r == 0 ? 0 : std::min(rows, (firsts[r] + options.chunk_rows - 1) / options.chunk_rows * options.chunk_rows);
+    const std::int64_t rounded =
+        r == 0 ? 0 : std::min(rows, (firsts[r] + options.chunk_rows - 1) / options.chunk_rows * options.chunk_rows);
     target[r].first = rounded;
   }
   for (std::size_t r = 0; r < firsts.size(); ++r) {
     const std::int64_t end = r + 1 < firsts.size() ? target[r + 1].first : rows;
     target[r].count = std::max<std::int64_t>(0, end - target[r].first);
   }
-  const bool aligned_already = comm.all_reduce_max(part.first_row_id() == target[static_cast<std::size_t>(comm.rank())].first &&
-                                                          part.row_count() == target[static_cast<std::size_t>(comm.rank())].count
-                                                      ? 0
-                                                      : 1) == 0;
+  const bool aligned_already =
+      comm.all_reduce_max(part.first_row_id() == target[static_cast<std::size_t>(comm.rank())].first &&
+                                  part.row_count() == target[static_cast<std::size_t>(comm.rank())].count
+                              ? 0
+                              : 1) == 0;
   const Table aligned = aligned_already ? std::move(part) : realign_rows(comm, std::move(part), target);
 
   // The coordinator creates the file under its temporary name; ranks then write their rows in turn

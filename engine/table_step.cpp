@@ -21,7 +21,8 @@ PhaseClock::PhaseClock(std::string method, bool enabled)
 
 void PhaseClock::lap(std::string_view phase) {
   const auto now = std::chrono::steady_clock::now();
-  if (enabled_) spdlog::debug("{}: {} took {:.3f} s", method_, phase, std::chrono::duration<double>(now - last_).count());
+  if (enabled_)
+    spdlog::debug("{}: {} took {:.3f} s", method_, phase, std::chrono::duration<double>(now - last_).count());
   last_ = now;
 }
 
@@ -43,20 +44,22 @@ OpenedTable open_table_step(const distributed::Communicator& comm, const RunCont
     });
     identified = comm.broadcast_string(identified);
     const auto space = identified.find(' ');
-    opened.other_inputs.push_back({other.name, other.path, std::stoll(identified.substr(0, space)), identified.substr(space + 1)});
+    opened.other_inputs.push_back(
+        {other.name, other.path, std::stoll(identified.substr(0, space)), identified.substr(space + 1)});
     identity.other_inputs.emplace_back(other.name, opened.other_inputs.back().digest);
   }
   clock.lap("input digest");
   identity.input_digest = opened.input_digest;
   opened.fingerprint = step_fingerprint(identity);
   write_options.provenance = io::make_provenance(
-      release == OutputRelease::kMasked ? context.release_safe_command_line() : context.command_line(), opened.input_digest);
+      release == OutputRelease::kMasked ? context.release_safe_command_line() : context.command_line(),
+      opened.input_digest);
   write_options.provenance.step_fingerprint = opened.fingerprint;
   return opened;
 }
 
-void write_table_step_output(const distributed::Communicator& comm, const std::filesystem::path& input, OpenedTable& opened,
-                             std::vector<Column> added, const std::vector<std::string>& changed,
+void write_table_step_output(const distributed::Communicator& comm, const std::filesystem::path& input,
+                             OpenedTable& opened, std::vector<Column> added, const std::vector<std::string>& changed,
                              const std::filesystem::path& output, io::Hdf5WriteOptions write_options,
                              std::vector<std::string>& warnings) {
   const auto named = [](const std::vector<std::string>& names, const std::string& name) {
@@ -84,7 +87,8 @@ void finish_table_step(const distributed::Communicator& comm, RunReport& report,
                        const OpenedTable& opened, const std::filesystem::path& output,
                        const std::optional<std::filesystem::path>& report_path) {
   report.add_input("input", input, opened.part.summary.row_count, opened.input_digest);
-  for (const IdentifiedInput& other : opened.other_inputs) report.add_input(other.name, other.path, other.rows, other.digest);
+  for (const IdentifiedInput& other : opened.other_inputs)
+    report.add_input(other.name, other.path, other.rows, other.digest);
   report.add_output(output, OutputKind::kData);
   report.write(comm, report_path);
 }

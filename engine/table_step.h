@@ -13,9 +13,9 @@
 
 #include "distributed/comm.h"
 #include "engine/checkpoint.h"
-#include "engine/run_context.h"
 #include "engine/partitioned_table.h"
 #include "engine/report/run_report.h"
+#include "engine/run_context.h"
 #include "io/hdf5_table.h"
 
 namespace sdc::engine {
@@ -56,7 +56,7 @@ struct OpenedTable {
   TablePart part;
   std::string input_digest;  ///< content digest of the input (docs/format.md)
   std::vector<IdentifiedInput> other_inputs;
-  std::string fingerprint;   ///< the step's identity (docs/checkpoints.md)
+  std::string fingerprint;  ///< the step's identity (docs/checkpoints.md)
 };
 
 /// Whether a step's data output is meant for release (a masked file) or for the analyst only.
@@ -82,8 +82,8 @@ OpenedTable open_table_step(const distributed::Communicator& comm, const RunCont
 /// the values of `changed` ones (modified in place by the step) as they are now, less any that `added`
 /// replaces (a rerun replaces its own columns; a warning says so), then `added`. Every other input
 /// variable is declared unchanged, so its stored chunks are copied from the input.
-void write_table_step_output(const distributed::Communicator& comm, const std::filesystem::path& input, OpenedTable& opened,
-                             std::vector<Column> added, const std::vector<std::string>& changed,
+void write_table_step_output(const distributed::Communicator& comm, const std::filesystem::path& input,
+                             OpenedTable& opened, std::vector<Column> added, const std::vector<std::string>& changed,
                              const std::filesystem::path& output, io::Hdf5WriteOptions write_options,
                              std::vector<std::string>& warnings);
 

@@ -4,11 +4,11 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <signal.h>
 #include <array>
 #include <atomic>
 #include <cerrno>
 #include <csignal>
-#include <signal.h>
 #include <cstdio>
 #include <cstring>
 #include <mutex>
@@ -172,7 +172,8 @@ void ensure_output_directory_writable(const std::filesystem::path& output) {
   const std::filesystem::path directory = output.has_parent_path() ? output.parent_path() : ".";
   if (::access(directory.c_str(), W_OK | X_OK) != 0) {
     const int error = errno;
-    throw IoError(output.string() + ": cannot create output in directory '" + directory.string() + "': " + errno_text(error));
+    throw IoError(output.string() + ": cannot create output in directory '" + directory.string() +
+                  "': " + errno_text(error));
   }
 }
 

@@ -47,9 +47,15 @@ void shuffle_bytes(std::span<const std::byte> in, std::size_t element_size, std:
   SDC_CHECK(in.size() == out.size() && element_size > 0, "shuffle_bytes: buffer sizes differ");
   const std::size_t n = in.size() / element_size;
   switch (element_size) {
-    case 4: shuffle_fixed<4>(in.data(), n, out.data()); break;
-    case 8: shuffle_fixed<8>(in.data(), n, out.data()); break;
-    default: shuffle_generic(in.data(), n, element_size, out.data()); break;
+    case 4:
+      shuffle_fixed<4>(in.data(), n, out.data());
+      break;
+    case 8:
+      shuffle_fixed<8>(in.data(), n, out.data());
+      break;
+    default:
+      shuffle_generic(in.data(), n, element_size, out.data());
+      break;
   }
   // Like HDF5's filter, bytes past the last whole element stay where they are.
   const std::size_t tail = n * element_size;
@@ -60,9 +66,15 @@ void unshuffle_bytes(std::span<const std::byte> in, std::size_t element_size, st
   SDC_CHECK(in.size() == out.size() && element_size > 0, "unshuffle_bytes: buffer sizes differ");
   const std::size_t n = in.size() / element_size;
   switch (element_size) {
-    case 4: unshuffle_fixed<4>(in.data(), n, out.data()); break;
-    case 8: unshuffle_fixed<8>(in.data(), n, out.data()); break;
-    default: unshuffle_generic(in.data(), n, element_size, out.data()); break;
+    case 4:
+      unshuffle_fixed<4>(in.data(), n, out.data());
+      break;
+    case 8:
+      unshuffle_fixed<8>(in.data(), n, out.data());
+      break;
+    default:
+      unshuffle_generic(in.data(), n, element_size, out.data());
+      break;
   }
   const std::size_t tail = n * element_size;
   std::copy(in.begin() + static_cast<std::ptrdiff_t>(tail), in.end(), out.begin() + static_cast<std::ptrdiff_t>(tail));
@@ -98,7 +110,8 @@ void ChunkEncoder::encode(std::span<const std::byte> values, std::vector<std::by
     return;
   }
   stored.resize(libdeflate_zlib_compress_bound(compressor_, chunk.size()));
-  const std::size_t size = libdeflate_zlib_compress(compressor_, chunk.data(), chunk.size(), stored.data(), stored.size());
+  const std::size_t size =
+      libdeflate_zlib_compress(compressor_, chunk.data(), chunk.size(), stored.data(), stored.size());
   SDC_CHECK(size > 0, "libdeflate could not compress a chunk into its own bound");
   stored.resize(size);
 }

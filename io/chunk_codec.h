@@ -43,7 +43,7 @@ class ChunkEncoder {
  private:
   ChunkFormat format_;
   libdeflate_compressor* compressor_ = nullptr;
-  std::vector<std::byte> padded_;    ///< a short edge chunk, zero-filled to a whole chunk
+  std::vector<std::byte> padded_;  ///< a short edge chunk, zero-filled to a whole chunk
   std::vector<std::byte> shuffled_;
 };
 

@@ -46,8 +46,8 @@ std::string block_digest(std::string_view canonical) {
   return hash.raw_digest();
 }
 
-std::vector<std::vector<std::string>> whole_block_digests(const Table& table, std::int64_t begin_row, std::int64_t end_row,
-                                                          std::int64_t file_rows) {
+std::vector<std::vector<std::string>> whole_block_digests(const Table& table, std::int64_t begin_row,
+                                                          std::int64_t end_row, std::int64_t file_rows) {
   SDC_CHECK(begin_row % kDigestBlockRows == 0 && (end_row % kDigestBlockRows == 0 || end_row == file_rows) &&
                 begin_row >= table.first_row_id() && end_row <= table.first_row_id() + table.row_count(),
             "whole digest blocks inside the table");
@@ -65,7 +65,8 @@ std::vector<std::vector<std::string>> whole_block_digests(const Table& table, st
   return digests;
 }
 
-std::string combine_content_digest(const FileSummary& summary, const std::vector<std::vector<std::string>>& block_digests) {
+std::string combine_content_digest(const FileSummary& summary,
+                                   const std::vector<std::vector<std::string>>& block_digests) {
   SDC_CHECK(block_digests.size() == summary.variables.size(), "block digests for every variable");
   const auto blocks = static_cast<std::size_t>((summary.row_count + kDigestBlockRows - 1) / kDigestBlockRows);
   Sha256 hash;

@@ -25,10 +25,11 @@ std::string block_digest(std::string_view canonical);
 /// Raw digests of the blocks that cover the global rows [begin_row, end_row) of `table`, for each
 /// variable, computed in parallel: result[v][i] is the digest of block begin_row / kDigestBlockRows + i.
 /// begin_row is a multiple of kDigestBlockRows and end_row one too, or the file's end `file_rows`.
-std::vector<std::vector<std::string>> whole_block_digests(const Table& table, std::int64_t begin_row, std::int64_t end_row,
-                                                          std::int64_t file_rows);
+std::vector<std::vector<std::string>> whole_block_digests(const Table& table, std::int64_t begin_row,
+                                                          std::int64_t end_row, std::int64_t file_rows);
 
 /// The file's digest (hex) from its metadata and `block_digests[v][b]` for every variable and block.
-std::string combine_content_digest(const FileSummary& summary, const std::vector<std::vector<std::string>>& block_digests);
+std::string combine_content_digest(const FileSummary& summary,
+                                   const std::vector<std::vector<std::string>>& block_digests);
 
 }  // namespace sdc::io

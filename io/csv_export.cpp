@@ -86,9 +86,15 @@ class Formatter {
       Source source;
       source.type = column->type();
       switch (source.type) {
-        case VariableType::kCategorical: source.codes = column->codes().data(); break;
-        case VariableType::kContinuous: source.values = column->values().data(); break;
-        case VariableType::kId: source.ids = column->ids().data(); break;
+        case VariableType::kCategorical:
+          source.codes = column->codes().data();
+          break;
+        case VariableType::kContinuous:
+          source.values = column->values().data();
+          break;
+        case VariableType::kId:
+          source.ids = column->ids().data();
+          break;
       }
       sources_.push_back(source);
     }
@@ -138,7 +144,9 @@ class Formatter {
             if (!std::isnan(value)) append_double(out, value);
             break;
           }
-          case VariableType::kId: append_integer(out, source.ids[row]); break;
+          case VariableType::kId:
+            append_integer(out, source.ids[row]);
+            break;
         }
       }
       out += '\n';

@@ -108,19 +108,25 @@ struct ColumnPlan {
 
 Kind kind_of(VariableType type) {
   switch (type) {
-    case VariableType::kCategorical: return Kind::kCategorical;
-    case VariableType::kContinuous: return Kind::kContinuous;
-    case VariableType::kId: return Kind::kId;
+    case VariableType::kCategorical:
+      return Kind::kCategorical;
+    case VariableType::kContinuous:
+      return Kind::kContinuous;
+    case VariableType::kId:
+      return Kind::kId;
   }
   return Kind::kInfer;
 }
 
 VariableType type_of(Kind kind) {
   switch (kind) {
-    case Kind::kContinuous: return VariableType::kContinuous;
-    case Kind::kId: return VariableType::kId;
+    case Kind::kContinuous:
+      return VariableType::kContinuous;
+    case Kind::kId:
+      return VariableType::kId;
     case Kind::kCategorical:
-    case Kind::kInfer: break;
+    case Kind::kInfer:
+      break;
   }
   return VariableType::kCategorical;
 }
@@ -538,13 +544,15 @@ std::string Importer::syntax_message(SyntaxError error) const {
     case SyntaxError::kStrayQuote:
       return "a quote inside an unquoted field (a field holding quotes must be quoted as a whole, with its quotes "
              "doubled)";
-    case SyntaxError::kUnterminatedQuote: return "quoted field is not closed before the end of the file";
+    case SyntaxError::kUnterminatedQuote:
+      return "quoted field is not closed before the end of the file";
     case SyntaxError::kAfterClosingQuote:
       return "unexpected character after the closing quote of a quoted field (quotes inside a quoted field must be "
              "doubled)";
     case SyntaxError::kLoneCarriageReturn:
       return "carriage return not followed by a line feed (lines must end with LF or CRLF)";
-    case SyntaxError::kNone: break;
+    case SyntaxError::kNone:
+      break;
   }
   return "malformed field";
 }
@@ -552,7 +560,8 @@ std::string Importer::syntax_message(SyntaxError error) const {
 void Importer::fail_chunk(const ChunkFailure& failure) const {
   const std::size_t expected = names_.size();
   switch (failure.kind) {
-    case Failure::kSyntax: fail_at(failure.at, failure.column, syntax_message(failure.syntax));
+    case Failure::kSyntax:
+      fail_at(failure.at, failure.column, syntax_message(failure.syntax));
     case Failure::kTooFewFields: {
       const std::size_t missing = expected - failure.fields;
       const bool empty_line =
@@ -584,9 +593,12 @@ void Importer::fail_chunk(const ChunkFailure& failure) const {
       fail_at(failure.at, failure.column,
               "value not among the " + std::to_string(plan.levels.size()) + " levels given " + plan.type_reason);
     }
-    case Failure::kMissingWeight: fail_at(failure.at, failure.column, "missing weight (weights are never missing)");
-    case Failure::kNegativeWeight: fail_at(failure.at, failure.column, "negative weight");
-    case Failure::kNone: break;
+    case Failure::kMissingWeight:
+      fail_at(failure.at, failure.column, "missing weight (weights are never missing)");
+    case Failure::kNegativeWeight:
+      fail_at(failure.at, failure.column, "negative weight");
+    case Failure::kNone:
+      break;
   }
   throw InternalError(source_ + ": CSV import failed without a reason");
 }
@@ -731,10 +743,17 @@ void Importer::write_values() {
   // One task per column, so that the zero-filling page faults are spread over the threads.
   tbb::parallel_for(std::size_t{0}, columns, [&](std::size_t i) {
     switch (plans_[i].kind) {
-      case Kind::kCategorical: codes_[i].assign(rows, kMissingCode); break;
-      case Kind::kContinuous: values_[i].assign(rows, 0.0); break;
-      case Kind::kId: ids_[i].assign(rows, 0); break;
-      case Kind::kInfer: break;
+      case Kind::kCategorical:
+        codes_[i].assign(rows, kMissingCode);
+        break;
+      case Kind::kContinuous:
+        values_[i].assign(rows, 0.0);
+        break;
+      case Kind::kId:
+        ids_[i].assign(rows, 0);
+        break;
+      case Kind::kInfer:
+        break;
     }
   });
 
@@ -816,7 +835,8 @@ void Importer::write_values() {
                 sink.ids[row] = value;
                 return;
               }
-              case Kind::kInfer: return;
+              case Kind::kInfer:
+                return;
             }
           };
           while (p < end && !failure) {
@@ -966,9 +986,14 @@ CsvImportResult Importer::run() {
         spec.levels = info.levels;
         table.add_column(Column::categorical(std::move(info), std::move(codes_[i])));
         break;
-      case Kind::kContinuous: table.add_column(Column::continuous(std::move(info), std::move(values_[i]))); break;
-      case Kind::kId: table.add_column(Column::id(std::move(info), std::move(ids_[i]))); break;
-      case Kind::kInfer: throw InternalError(source_ + ": variable '" + plan.name + "' has no type after inference");
+      case Kind::kContinuous:
+        table.add_column(Column::continuous(std::move(info), std::move(values_[i])));
+        break;
+      case Kind::kId:
+        table.add_column(Column::id(std::move(info), std::move(ids_[i])));
+        break;
+      case Kind::kInfer:
+        throw InternalError(source_ + ": variable '" + plan.name + "' has no type after inference");
     }
     result.schema.variables.push_back(std::move(spec));
   }

@@ -23,7 +23,8 @@ std::vector<CsvRecord> read_csv_records(const std::filesystem::path& path, std::
       record.fields.push_back(field);
     });
     if (ended.error != csv::SyntaxError::kNone)
-      throw InvalidInput(path.string() + ": line " + std::to_string(line) + ", field " + std::to_string(ended.error_field + 1) +
+      throw InvalidInput(path.string() + ": line " + std::to_string(line) + ", field " +
+                         std::to_string(ended.error_field + 1) +
                          ": malformed CSV (a quote out of place, or an unterminated quoted field)");
     line += static_cast<std::int64_t>(std::count(p, ended.next, '\n'));
     p = ended.next;

@@ -70,6 +70,8 @@ std::string take_error_detail() {
   return condense(detail);
 }
 
-std::string detail_suffix(const std::string& detail) { return detail.empty() ? std::string() : " (HDF5: " + detail + ")"; }
+std::string detail_suffix(const std::string& detail) {
+  return detail.empty() ? std::string() : " (HDF5: " + detail + ")";
+}
 
 }  // namespace sdc::io::hdf5

@@ -18,18 +18,24 @@ namespace detail {
 
 hid_t stored_type(VariableType type) {
   switch (type) {
-    case VariableType::kCategorical: return H5T_STD_I32LE;
-    case VariableType::kContinuous: return H5T_IEEE_F64LE;
-    case VariableType::kId: return H5T_STD_I64LE;
+    case VariableType::kCategorical:
+      return H5T_STD_I32LE;
+    case VariableType::kContinuous:
+      return H5T_IEEE_F64LE;
+    case VariableType::kId:
+      return H5T_STD_I64LE;
   }
   return H5T_STD_I64LE;
 }
 
 hid_t memory_type(VariableType type) {
   switch (type) {
-    case VariableType::kCategorical: return H5T_NATIVE_INT32;
-    case VariableType::kContinuous: return H5T_NATIVE_DOUBLE;
-    case VariableType::kId: return H5T_NATIVE_INT64;
+    case VariableType::kCategorical:
+      return H5T_NATIVE_INT32;
+    case VariableType::kContinuous:
+      return H5T_NATIVE_DOUBLE;
+    case VariableType::kId:
+      return H5T_NATIVE_INT64;
   }
   return H5T_NATIVE_INT64;
 }
@@ -38,9 +44,12 @@ std::size_t element_size(VariableType type) { return type == VariableType::kCate
 
 std::string_view stored_type_name(VariableType type) {
   switch (type) {
-    case VariableType::kCategorical: return "32-bit signed integers";
-    case VariableType::kContinuous: return "64-bit floats";
-    case VariableType::kId: return "64-bit signed integers";
+    case VariableType::kCategorical:
+      return "32-bit signed integers";
+    case VariableType::kContinuous:
+      return "64-bit floats";
+    case VariableType::kId:
+      return "64-bit signed integers";
   }
   return "?";
 }
@@ -49,10 +58,14 @@ std::string describe_dtype(hid_t type) {
   const H5T_class_t type_class = H5Tget_class(type);
   const std::string bits = std::to_string(H5Tget_size(type) * 8) + "-bit ";
   switch (type_class) {
-    case H5T_INTEGER: return bits + (H5Tget_sign(type) == H5T_SGN_NONE ? "unsigned integers" : "signed integers");
-    case H5T_FLOAT: return bits + "floats";
-    case H5T_STRING: return "strings";
-    default: return "values of a compound or other non-numeric type";
+    case H5T_INTEGER:
+      return bits + (H5Tget_sign(type) == H5T_SGN_NONE ? "unsigned integers" : "signed integers");
+    case H5T_FLOAT:
+      return bits + "floats";
+    case H5T_STRING:
+      return "strings";
+    default:
+      return "values of a compound or other non-numeric type";
   }
 }
 
@@ -60,9 +73,12 @@ bool dtype_matches(hid_t type, VariableType expected) {
   const H5T_class_t type_class = H5Tget_class(type);
   const std::size_t size = H5Tget_size(type);
   switch (expected) {
-    case VariableType::kCategorical: return type_class == H5T_INTEGER && size == 4 && H5Tget_sign(type) == H5T_SGN_2;
-    case VariableType::kContinuous: return type_class == H5T_FLOAT && size == 8;
-    case VariableType::kId: return type_class == H5T_INTEGER && size == 8 && H5Tget_sign(type) == H5T_SGN_2;
+    case VariableType::kCategorical:
+      return type_class == H5T_INTEGER && size == 4 && H5Tget_sign(type) == H5T_SGN_2;
+    case VariableType::kContinuous:
+      return type_class == H5T_FLOAT && size == 8;
+    case VariableType::kId:
+      return type_class == H5T_INTEGER && size == 8 && H5Tget_sign(type) == H5T_SGN_2;
   }
   return false;
 }
@@ -81,9 +97,15 @@ void validate_metadata(const std::vector<VariableInfo>& variables, const std::st
   Table shape(source, 0);
   for (const VariableInfo& info : variables) {
     switch (info.type) {
-      case VariableType::kCategorical: shape.add_column(Column::categorical(info, {})); break;
-      case VariableType::kContinuous: shape.add_column(Column::continuous(info, {})); break;
-      case VariableType::kId: shape.add_column(Column::id(info, {})); break;
+      case VariableType::kCategorical:
+        shape.add_column(Column::categorical(info, {}));
+        break;
+      case VariableType::kContinuous:
+        shape.add_column(Column::continuous(info, {}));
+        break;
+      case VariableType::kId:
+        shape.add_column(Column::id(info, {}));
+        break;
     }
   }
   validate_table(shape);
@@ -131,7 +153,8 @@ Hdf5Filters parse_filters(std::string_view text) {
 
 std::string to_string(const Hdf5Filters& filters) {
   std::string out = filters.shuffle ? "shuffle" : "";
-  if (filters.deflate_level > 0) out += (out.empty() ? "" : ",") + std::string("deflate=") + std::to_string(filters.deflate_level);
+  if (filters.deflate_level > 0)
+    out += (out.empty() ? "" : ",") + std::string("deflate=") + std::to_string(filters.deflate_level);
   return out.empty() ? "none" : out;
 }
 

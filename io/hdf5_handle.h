@@ -12,7 +12,7 @@
 
 namespace sdc::io::hdf5 {
 
-template <herr_t (*Close)(hid_t)>
+template <herr_t (*kClose)(hid_t)>
 class Handle {
  public:
   Handle() noexcept = default;
@@ -36,7 +36,7 @@ class Handle {
   /// succeeded), so that callers can turn a failed close into an error instead of losing it.
   bool close() noexcept {
     if (id_ < 0) return true;
-    const herr_t status = Close(id_);
+    const herr_t status = kClose(id_);
     id_ = kInvalid;
     return status >= 0;
   }

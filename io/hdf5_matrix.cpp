@@ -42,10 +42,12 @@ bool write_array(hid_t file, const char* name, std::span<const T> values) {
   if (!space.valid() || !create.valid()) return false;
   if (size > 0) {
     const hsize_t chunk = std::min(size, kChunkEntries);
-    if (H5Pset_chunk(create.get(), 1, &chunk) < 0 || H5Pset_shuffle(create.get()) < 0 || H5Pset_deflate(create.get(), 1) < 0)
+    if (H5Pset_chunk(create.get(), 1, &chunk) < 0 || H5Pset_shuffle(create.get()) < 0 ||
+        H5Pset_deflate(create.get(), 1) < 0)
       return false;
   }
-  hdf5::Dataset dataset(H5Dcreate2(file, name, stored_type_of<T>(), space.get(), H5P_DEFAULT, create.get(), H5P_DEFAULT));
+  hdf5::Dataset dataset(
+      H5Dcreate2(file, name, stored_type_of<T>(), space.get(), H5P_DEFAULT, create.get(), H5P_DEFAULT));
   if (!dataset.valid()) return false;
   return size == 0 || H5Dwrite(dataset.get(), memory_type_of<T>(), H5S_ALL, H5S_ALL, H5P_DEFAULT, values.data()) >= 0;
 }
@@ -58,7 +60,8 @@ bool write_int_attribute(hid_t object, const char* name, std::int64_t value) {
 
 bool write_text_attribute(hid_t object, const char* name, const std::string& value) {
   hdf5::Datatype type(H5Tcopy(H5T_C_S1));
-  if (!type.valid() || H5Tset_size(type.get(), value.size()) < 0 || H5Tset_cset(type.get(), H5T_CSET_UTF8) < 0) return false;
+  if (!type.valid() || H5Tset_size(type.get(), value.size()) < 0 || H5Tset_cset(type.get(), H5T_CSET_UTF8) < 0)
+    return false;
   hdf5::Dataspace scalar(H5Screate(H5S_SCALAR));
   hdf5::Attribute attribute(H5Acreate2(object, name, type.get(), scalar.get(), H5P_DEFAULT, H5P_DEFAULT));
   return attribute.valid() && H5Awrite(attribute.get(), type.get(), value.data()) >= 0;
@@ -76,7 +79,8 @@ std::optional<std::string> read_text_attribute(hid_t object, const char* name) {
   if (H5Aexists(object, name) <= 0) return std::nullopt;
   hdf5::Attribute attribute(H5Aopen(object, name, H5P_DEFAULT));
   hdf5::Datatype type(H5Aget_type(attribute.get()));
-  if (!attribute.valid() || !type.valid() || H5Tget_class(type.get()) != H5T_STRING || H5Tis_variable_str(type.get()) > 0)
+  if (!attribute.valid() || !type.valid() || H5Tget_class(type.get()) != H5T_STRING ||
+      H5Tis_variable_str(type.get()) > 0)
     return std::nullopt;
   std::string value(H5Tget_size(type.get()), '\0');
   if (H5Aread(attribute.get(), type.get(), value.data()) < 0) return std::nullopt;
@@ -94,7 +98,8 @@ std::vector<T> read_array(hid_t file, const char* name, const std::string& sourc
     throw invalid("is a link, not stored in the file; links are not followed");
   hdf5::Dataset dataset(H5Dopen2(file, name, H5P_DEFAULT));
   hdf5::Dataspace space(H5Dget_space(dataset.get()));
-  if (!dataset.valid() || !space.valid() || H5Sget_simple_extent_ndims(space.get()) != 1) throw invalid("is not one-dimensional");
+  if (!dataset.valid() || !space.valid() || H5Sget_simple_extent_ndims(space.get()) != 1)
+    throw invalid("is not one-dimensional");
   hsize_t size = 0;
   H5Sget_simple_extent_dims(space.get(), &size, nullptr);
   std::vector<T> values(static_cast<std::size_t>(size));
@@ -136,7 +141,8 @@ CsrMatrix read_csr_matrix(const std::filesystem::path& path) {
     throw InvalidInput(source + ": not an HDF5 file");
   }
   hdf5::File file(H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT));
-  if (!file.valid()) throw InvalidInput(source + ": damaged HDF5 file" + hdf5::detail_suffix(hdf5::take_error_detail()));
+  if (!file.valid())
+    throw InvalidInput(source + ": damaged HDF5 file" + hdf5::detail_suffix(hdf5::take_error_detail()));
   if (read_text_attribute(file.get(), kFormatAttribute) != std::optional<std::string>(kFormatName))
     throw InvalidInput(source + ": not an sdc-engine sparse matrix (file attribute 'sdc_format')");
   if (read_int_attribute(file.get(), kVersionAttribute) != kMatrixFormatVersion)

@@ -165,8 +165,9 @@ struct Hdf5TableReader::Impl {
       invalid({}, "not an sdc-engine table (file attribute 'sdc_format' is " + quoted_excerpt(*format) + ")");
     const std::int64_t version = required(read_integer(root, kAttrFormatVersion, {}), kAttrFormatVersion, {});
     if (version != kFormatVersion)
-      invalid({}, "format version " + std::to_string(version) + " is not supported (this build of sdc-engine reads version " +
-                      std::to_string(kFormatVersion) + ")");
+      invalid({}, "format version " + std::to_string(version) +
+                      " is not supported (this build of sdc-engine reads version " + std::to_string(kFormatVersion) +
+                      ")");
     const std::int64_t rows = required(read_integer(root, kAttrRowCount, {}), kAttrRowCount, {});
     if (rows < 0) invalid({}, "file attribute 'row_count' is negative");
     summary.path = path;
@@ -191,8 +192,9 @@ struct Hdf5TableReader::Impl {
     if (!create.valid() || H5Pget_link_creation_order(create.get(), &order) < 0)
       invalid_with_detail({}, "cannot read the properties of group /variables");
     if ((order & H5P_CRT_ORDER_TRACKED) == 0)
-      invalid({}, "group /variables does not track link creation order, so the column order is unknown "
-                  "(docs/format.md; with h5py create it with track_order=True)");
+      invalid({},
+              "group /variables does not track link creation order, so the column order is unknown "
+              "(docs/format.md; with h5py create it with track_order=True)");
   }
 
   void read_variables() {
@@ -217,13 +219,15 @@ struct Hdf5TableReader::Impl {
     H5L_info_t info{};
     if (H5Lget_info(location, name, &info, H5P_DEFAULT) < 0) invalid_with_detail({}, "cannot read link " + shown);
     if (info.type == H5L_TYPE_HARD) return;
-    const char* kind = info.type == H5L_TYPE_SOFT ? "a soft link" : info.type == H5L_TYPE_EXTERNAL ? "an external link" : "a user-defined link";
+    const char* kind = info.type == H5L_TYPE_SOFT       ? "a soft link"
+                       : info.type == H5L_TYPE_EXTERNAL ? "an external link"
+                                                        : "a user-defined link";
     invalid({}, shown + " is " + kind + ", not an object stored in the file; links are not followed");
   }
 
   std::string link_name(hsize_t index) const {
-    const auto length = H5Lget_name_by_idx(variables.get(), ".", H5_INDEX_CRT_ORDER, H5_ITER_INC, index, nullptr, 0,
-                                           H5P_DEFAULT);
+    const auto length =
+        H5Lget_name_by_idx(variables.get(), ".", H5_INDEX_CRT_ORDER, H5_ITER_INC, index, nullptr, 0, H5P_DEFAULT);
     if (length < 0) invalid_with_detail({}, "cannot list group /variables in creation order");
     std::string name(static_cast<std::size_t>(length), '\0');
     if (H5Lget_name_by_idx(variables.get(), ".", H5_INDEX_CRT_ORDER, H5_ITER_INC, index, name.data(), name.size() + 1,
@@ -269,9 +273,11 @@ struct Hdf5TableReader::Impl {
     if (space_class == H5S_NULL) return 0;
     const hssize_t count = H5Sget_simple_extent_npoints(space.get());
     const int rank = H5Sget_simple_extent_ndims(space.get());
-    if (count < 0 || rank < 0) invalid_with_detail(variable, attribute_label(name, variable) + " has an unreadable shape");
+    if (count < 0 || rank < 0)
+      invalid_with_detail(variable, attribute_label(name, variable) + " has an unreadable shape");
     if (array ? rank > 1 : count != 1)
-      invalid(variable, attribute_label(name, variable) + (array ? " is not a one-dimensional array" : " is not a single value"));
+      invalid(variable,
+              attribute_label(name, variable) + (array ? " is not a one-dimensional array" : " is not a single value"));
     return static_cast<hsize_t>(count);
   }
 
@@ -289,7 +295,8 @@ struct Hdf5TableReader::Impl {
       const hdf5::Datatype text_type = string_type(H5Tget_cset(type.get()));
       const hdf5::Dataspace space(H5Aget_space(attribute.get()));
       VlenStrings strings(text_type.get(), space.get(), count);
-      if (!strings.read(attribute.get())) invalid_with_detail(variable, attribute_label(name, variable) + " cannot be read");
+      if (!strings.read(attribute.get()))
+        invalid_with_detail(variable, attribute_label(name, variable) + " cannot be read");
       for (std::size_t i = 0; i < count; ++i) out.push_back(strings.text(i));
       return out;
     }
@@ -315,7 +322,8 @@ struct Hdf5TableReader::Impl {
     if (!attribute.valid()) return std::nullopt;
     const hdf5::Datatype type(H5Aget_type(attribute.get()));
     if (H5Tget_class(type.get()) != wanted)
-      invalid(variable, attribute_label(name, variable) + " is not " + (wanted == H5T_INTEGER ? "an integer" : "a float"));
+      invalid(variable,
+              attribute_label(name, variable) + " is not " + (wanted == H5T_INTEGER ? "an integer" : "a float"));
     attribute_count(attribute.get(), name, variable, false);
     T value{};
     if (H5Aread(attribute.get(), value_type, &value) < 0)
@@ -341,8 +349,10 @@ struct Hdf5TableReader::Impl {
 
   StoredVariable read_variable(const std::string& name) const {
     if (!is_valid_variable_name(name))
-      invalid({}, "dataset /variables/" + quoted_excerpt(name) +
-                      " is not a valid variable name (1-128 characters from A-Z a-z 0-9 _ . -, starting with a letter or _)");
+      invalid(
+          {},
+          "dataset /variables/" + quoted_excerpt(name) +
+              " is not a valid variable name (1-128 characters from A-Z a-z 0-9 _ . -, starting with a letter or _)");
     const hdf5::Dataset dataset = open_dataset(name);
     const hid_t id = dataset.get();
     StoredVariable variable;
@@ -351,11 +361,13 @@ struct Hdf5TableReader::Impl {
 
     const std::string type_text = required(read_string(id, kAttrType, name), kAttrType, name);
     const auto type = parse_variable_type(type_text);
-    if (!type) invalid(name, "unknown type " + quoted_excerpt(type_text) + " (expected one of " + variable_type_names() + ")");
+    if (!type)
+      invalid(name, "unknown type " + quoted_excerpt(type_text) + " (expected one of " + variable_type_names() + ")");
     info.type = *type;
     const std::string role_text = required(read_string(id, kAttrRole, name), kAttrRole, name);
     const auto role = parse_variable_role(role_text);
-    if (!role) invalid(name, "unknown role " + quoted_excerpt(role_text) + " (expected one of " + variable_role_names() + ")");
+    if (!role)
+      invalid(name, "unknown role " + quoted_excerpt(role_text) + " (expected one of " + variable_role_names() + ")");
     info.role = *role;
 
     const hdf5::Datatype dtype(H5Dget_type(id));
@@ -386,7 +398,8 @@ struct Hdf5TableReader::Impl {
       info.levels = required(std::move(levels), kAttrLevels, name);
       const auto missing = required(read_integer(dataset, kAttrMissingCode, name), kAttrMissingCode, name);
       if (missing != kMissingCode)
-        invalid(name, "attribute 'missing_code' must be " + std::to_string(kMissingCode) + " for a categorical variable");
+        invalid(name,
+                "attribute 'missing_code' must be " + std::to_string(kMissingCode) + " for a categorical variable");
     } else {
       if (levels) invalid(name, "has level labels but type " + std::string(to_string(info.type)));
       if (info.type == VariableType::kContinuous) {
@@ -525,7 +538,8 @@ struct Hdf5TableReader::Impl {
     return "row ids " + std::to_string(first) + ".." + std::to_string(first + count - 1);
   }
 
-  void read_hyperslab(hid_t dataset, const StoredVariable& variable, std::int64_t first, std::span<std::byte> out) const {
+  void read_hyperslab(hid_t dataset, const StoredVariable& variable, std::int64_t first,
+                      std::span<std::byte> out) const {
     const std::size_t element = element_size(variable.info.type);
     const hsize_t start = static_cast<hsize_t>(first);
     const hsize_t count = out.size() / element;
@@ -533,7 +547,8 @@ struct Hdf5TableReader::Impl {
     hdf5::Dataspace memory_space(H5Screate_simple(1, &count, nullptr));
     if (!file_space.valid() || !memory_space.valid() ||
         H5Sselect_hyperslab(file_space.get(), H5S_SELECT_SET, &start, nullptr, &count, nullptr) < 0 ||
-        H5Dread(dataset, memory_type(variable.info.type), memory_space.get(), file_space.get(), H5P_DEFAULT, out.data()) < 0)
+        H5Dread(dataset, memory_type(variable.info.type), memory_space.get(), file_space.get(), H5P_DEFAULT,
+                out.data()) < 0)
       invalid_with_detail(variable.info.name, rows_text(first, static_cast<std::int64_t>(count)) +
                                                   ": values cannot be read (damaged file or unavailable filter)");
   }
@@ -584,7 +599,11 @@ struct Hdf5TableReader::Impl {
 
     fetch(0);
     for (std::size_t batch = 0; batch < batch_count; ++batch)
-      run_alongside([&] { if (batch + 1 < batch_count) fetch(batch + 1); }, [&] { decode(batch); });
+      run_alongside(
+          [&] {
+            if (batch + 1 < batch_count) fetch(batch + 1);
+          },
+          [&] { decode(batch); });
   }
 
   /// Reads chunk.index's stored bytes; false when the chunk was never written.
@@ -621,9 +640,10 @@ struct Hdf5TableReader::Impl {
     if (!whole) scratch.whole_chunk.resize(chunk_bytes);
     const std::span<std::byte> decoded = whole ? target : std::span<std::byte>(scratch.whole_chunk);
     if (!scratch.decoder.decode(chunk.bytes, applied(variable.deflate_index), applied(variable.shuffle_index), decoded))
-      invalid(variable.info.name,
-              rows_text(chunk.index * variable.chunk_rows, variable.chunk_rows) + ": damaged chunk (cannot be decompressed)");
-    if (!whole) std::memcpy(target.data(), decoded.data() + static_cast<std::size_t>(skip_rows) * element, target.size());
+      invalid(variable.info.name, rows_text(chunk.index * variable.chunk_rows, variable.chunk_rows) +
+                                      ": damaged chunk (cannot be decompressed)");
+    if (!whole)
+      std::memcpy(target.data(), decoded.data() + static_cast<std::size_t>(skip_rows) * element, target.size());
   }
 
   std::int64_t streaming_block_rows(std::string_view name) const {
@@ -658,9 +678,11 @@ std::string content_digest(const std::filesystem::path& path) {
   std::vector<std::vector<std::string>> digests(summary.variables.size());
   for (std::size_t v = 0; v < summary.variables.size(); ++v) {
     for (std::int64_t first = 0; first < summary.row_count; first += kWindowRows) {
-      const Table window = reader.read({{summary.variables[v].name}, first, std::min(kWindowRows, summary.row_count - first), false});
+      const Table window =
+          reader.read({{summary.variables[v].name}, first, std::min(kWindowRows, summary.row_count - first), false});
       auto blocks = whole_block_digests(window, first, first + window.row_count(), summary.row_count);
-      digests[v].insert(digests[v].end(), std::make_move_iterator(blocks[0].begin()), std::make_move_iterator(blocks[0].end()));
+      digests[v].insert(digests[v].end(), std::make_move_iterator(blocks[0].begin()),
+                        std::make_move_iterator(blocks[0].end()));
     }
   }
   return combine_content_digest(summary, digests);

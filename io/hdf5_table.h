@@ -132,10 +132,10 @@ struct FileSummary {
   int format_version = 0;
   std::int64_t row_count = 0;
   Provenance provenance;
-  Hdf5Filters filters;  ///< of the first variable
-  std::int64_t chunk_rows = 0;  ///< of the first variable; 0 when it is not chunked or there is none
+  Hdf5Filters filters;                  ///< of the first variable
+  std::int64_t chunk_rows = 0;          ///< of the first variable; 0 when it is not chunked or there is none
   std::vector<VariableInfo> variables;  ///< in file order
-  FileStamp stamp;  ///< of the file when it was opened
+  FileStamp stamp;                      ///< of the file when it was opened
 };
 
 /// Reads and checks the metadata (format version, row count, each variable's attributes, dtype and

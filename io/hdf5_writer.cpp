@@ -110,7 +110,8 @@ std::optional<FilterPipeline> filter_pipeline(hid_t create) {
     FilterPipeline::Stage stage;
     std::array<unsigned, 16> values{};
     std::size_t value_count = values.size();
-    stage.id = H5Pget_filter2(create, static_cast<unsigned>(i), &stage.flags, &value_count, values.data(), 0, nullptr, nullptr);
+    stage.id = H5Pget_filter2(create, static_cast<unsigned>(i), &stage.flags, &value_count, values.data(), 0, nullptr,
+                              nullptr);
     if (stage.id < 0 || value_count > values.size()) return std::nullopt;
     stage.parameters.assign(values.begin(), values.begin() + static_cast<std::ptrdiff_t>(value_count));
     pipeline.stages.push_back(std::move(stage));
@@ -130,7 +131,8 @@ std::optional<ChunkedLayout> chunked_layout(hid_t dataset) {
   const hdf5::Dataspace space(H5Dget_space(dataset));
   ChunkedLayout layout;
   if (!create.valid() || !space.valid() || H5Pget_layout(create.get()) != H5D_CHUNKED ||
-      H5Sget_simple_extent_ndims(space.get()) != 1 || H5Sget_simple_extent_dims(space.get(), &layout.rows, nullptr) != 1 ||
+      H5Sget_simple_extent_ndims(space.get()) != 1 ||
+      H5Sget_simple_extent_dims(space.get(), &layout.rows, nullptr) != 1 ||
       H5Pget_chunk(create.get(), 1, &layout.chunk_rows) != 1 || layout.chunk_rows == 0)
     return std::nullopt;
   auto pipeline = filter_pipeline(create.get());
@@ -205,7 +207,8 @@ bool filtered(const Hdf5Filters& filters) { return filters.shuffle || filters.de
 /// Creates and fills sdc-engine table files. Every HDF5 failure becomes an IoError naming `target`.
 class TableWriter {
  public:
-  TableWriter(const std::filesystem::path& target, const Hdf5WriteOptions& options) : target_(target), options_(options) {}
+  TableWriter(const std::filesystem::path& target, const Hdf5WriteOptions& options)
+      : target_(target), options_(options) {}
 
   /// Makes the file at `path` (which may exist: it is truncated) with every dataset and attribute of
   /// a table of `rows` rows, and writes the values of `table` when given.
@@ -278,7 +281,8 @@ class TableWriter {
   [[noreturn]] void fail(std::string_view what, std::string_view variable = {}) const {
     const std::string detail = hdf5::take_error_detail();
     std::string message = target_.string() + ": cannot write ";
-    message += variable.empty() ? std::string(what) : "variable '" + std::string(variable) + "' (" + std::string(what) + ")";
+    message +=
+        variable.empty() ? std::string(what) : "variable '" + std::string(variable) + "' (" + std::string(what) + ")";
     throw IoError(message + hdf5::detail_suffix(detail));
   }
 
@@ -384,7 +388,8 @@ class TableWriter {
     const std::int64_t first = part.first_row_id();
     const std::int64_t end = first + part.row_count();
     const auto chunk_rows = static_cast<std::int64_t>(chunk);
-    SDC_CHECK(first >= 0 && first % chunk_rows == 0 && (end % chunk_rows == 0 || end == static_cast<std::int64_t>(rows)) &&
+    SDC_CHECK(first >= 0 && first % chunk_rows == 0 &&
+                  (end % chunk_rows == 0 || end == static_cast<std::int64_t>(rows)) &&
                   end <= static_cast<std::int64_t>(rows),
               "write_table_rows: rows " + std::to_string(first) + ".." + std::to_string(end) + " of variable '" +
                   column.name() + "' are not whole chunks of " + std::to_string(chunk_rows) + " rows");
@@ -418,7 +423,7 @@ class TableWriter {
 
   /// The chunks of `column` that `encoded` holds, when it was made for these rows and chunks.
   static const std::vector<std::vector<std::byte>>* encoded_chunks(const EncodedRows* encoded, const Table& part,
-                                                                  const Column& column, std::int64_t chunk_rows) {
+                                                                   const Column& column, std::int64_t chunk_rows) {
     if (encoded == nullptr) return nullptr;
     const EncodedRows::Impl& impl = encoded->impl();
     const auto it = impl.chunks.find(column.name());
@@ -441,13 +446,15 @@ class TableWriter {
 
   /// Copies the stored chunks of rows first_row .. + column.size() from `source`, a dataset stored
   /// like `dataset` (UnchangedSource), with their filter masks: no decoding, no encoding.
-  void copy_chunks(hid_t source, hid_t dataset, const Column& column, std::int64_t first_row, std::int64_t chunk_rows) const {
+  void copy_chunks(hid_t source, hid_t dataset, const Column& column, std::int64_t first_row,
+                   std::int64_t chunk_rows) const {
     std::vector<std::byte> stored;
     const auto end = static_cast<hsize_t>(first_row) + column.size();
     for (auto offset = static_cast<hsize_t>(first_row); offset < end; offset += static_cast<hsize_t>(chunk_rows)) {
       hsize_t size = 0;
       std::uint32_t filter_mask = 0;
-      if (H5Dget_chunk_storage_size(source, &offset, &size) < 0) fail("chunk (reading the unchanged input's)", column.name());
+      if (H5Dget_chunk_storage_size(source, &offset, &size) < 0)
+        fail("chunk (reading the unchanged input's)", column.name());
       stored.resize(static_cast<std::size_t>(size));
       if (H5Dread_chunk(source, H5P_DEFAULT, &offset, &filter_mask, stored.data()) < 0)
         fail("chunk (reading the unchanged input's)", column.name());
@@ -501,7 +508,8 @@ class TableWriter {
 
 void check_write_options(const Hdf5WriteOptions& options) {
   if (options.chunk_rows < 1 || options.chunk_rows > kMaxChunkRows)
-    throw UsageError("chunk rows " + std::to_string(options.chunk_rows) + " outside 1.." + std::to_string(kMaxChunkRows));
+    throw UsageError("chunk rows " + std::to_string(options.chunk_rows) + " outside 1.." +
+                     std::to_string(kMaxChunkRows));
   if (options.filters.deflate_level < 0 || options.filters.deflate_level > 9)
     throw UsageError("deflate level " + std::to_string(options.filters.deflate_level) + " outside 0..9");
 }
@@ -561,8 +569,8 @@ EncodedRows encode_rows(const Table& part, std::int64_t file_rows, const Hdf5Wri
   impl->chunk_rows = effective_chunk_rows(options, file_rows);
   if (!filtered(options.filters)) return EncodedRows(std::move(impl));
   const auto declared_unchanged = [&](const std::string& name) {
-    return options.unchanged &&
-           std::find(options.unchanged->names.begin(), options.unchanged->names.end(), name) != options.unchanged->names.end();
+    return options.unchanged && std::find(options.unchanged->names.begin(), options.unchanged->names.end(), name) !=
+                                    options.unchanged->names.end();
   };
   for (const Column& column : part.columns()) {
     if (column.size() == 0 || declared_unchanged(column.name())) continue;

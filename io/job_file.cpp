@@ -26,8 +26,8 @@ class Problems {
 };
 
 [[noreturn]] void raise_problems(const std::filesystem::path& path, const std::vector<std::string>& lines) {
-  std::string message = path.string() + ": " + std::to_string(lines.size()) + " problem" + (lines.size() == 1 ? "" : "s") +
-                        " in the job file:";
+  std::string message = path.string() + ": " + std::to_string(lines.size()) + " problem" +
+                        (lines.size() == 1 ? "" : "s") + " in the job file:";
   for (const auto& line : lines) message += "\n  " + line;
   throw InvalidJob(message);
 }
@@ -93,13 +93,15 @@ JobStep read_step(const YAML::Node& node, std::size_t index, Problems& problems)
           if (!seen_inputs.first(input, source_line, where + ": ", problems)) continue;
           const auto named = scalar(source.second);
           if (!named || named->empty()) {
-            problems.add(source_line, where + ", input '" + input + "': the source must be 'input' or the name of an earlier step");
+            problems.add(source_line,
+                         where + ", input '" + input + "': the source must be 'input' or the name of an earlier step");
             continue;
           }
           step.from.push_back({input, *named, source_line});
         }
       } else {
-        problems.add(line, where + " must be 'input', the name of an earlier step, or a mapping of input names to those");
+        problems.add(line,
+                     where + " must be 'input', the name of an earlier step, or a mapping of input names to those");
       }
       continue;
     }
@@ -109,7 +111,8 @@ JobStep read_step(const YAML::Node& node, std::size_t index, Problems& problems)
       for (const auto& item : value) {
         const auto text = scalar(item);
         if (!text) {
-          problems.add(line_of(item), "step " + std::to_string(index + 1) + ", key '" + key + "': list items must be scalars");
+          problems.add(line_of(item),
+                       "step " + std::to_string(index + 1) + ", key '" + key + "': list items must be scalars");
           continue;
         }
         setting.values.push_back(*text);
@@ -118,7 +121,8 @@ JobStep read_step(const YAML::Node& node, std::size_t index, Problems& problems)
       setting.flag = boolean(value);
       setting.values.push_back(value.Scalar());
     } else {
-      problems.add(line, "step " + std::to_string(index + 1) + ", key '" + key + "': expected a value or a list of values");
+      problems.add(line,
+                   "step " + std::to_string(index + 1) + ", key '" + key + "': expected a value or a list of values");
       continue;
     }
     step.settings.push_back(std::move(setting));
@@ -157,8 +161,10 @@ JobFile read_job_file(const std::filesystem::path& path, std::vector<std::string
     const int line = line_of(entry.first);
     if (!seen.first(key, line, "", problems)) continue;
     const auto path_value = [&](std::optional<std::filesystem::path>& out) {
-      if (const auto text = scalar(value); text && !text->empty()) out = *text;
-      else problems.add(line, "'" + key + "' must be a path");
+      if (const auto text = scalar(value); text && !text->empty())
+        out = *text;
+      else
+        problems.add(line, "'" + key + "' must be a path");
     };
     if (key == "version") {
       has_version = true;
@@ -175,8 +181,10 @@ JobFile read_job_file(const std::filesystem::path& path, std::vector<std::string
       path_value(job.seed_file);
     } else if (key == "threads") {
       int threads = 0;
-      if (YAML::convert<int>::decode(value, threads) && threads >= 0) job.threads = threads;
-      else problems.add(line, "'threads' must be a whole number >= 0");
+      if (YAML::convert<int>::decode(value, threads) && threads >= 0)
+        job.threads = threads;
+      else
+        problems.add(line, "'threads' must be a whole number >= 0");
     } else if (key == "steps") {
       if (!value.IsSequence() || value.size() == 0) {
         problems.add(line, "'steps' must be a non-empty list of steps");
@@ -184,7 +192,8 @@ JobFile read_job_file(const std::filesystem::path& path, std::vector<std::string
       }
       for (std::size_t i = 0; i < value.size(); ++i) job.steps.push_back(read_step(value[i], i, problems));
     } else {
-      problems.add(line, "unknown key '" + key + "' (known: version, input, output_dir, report, seed_file, threads, steps)");
+      problems.add(line,
+                   "unknown key '" + key + "' (known: version, input, output_dir, report, seed_file, threads, steps)");
     }
   }
   if (!has_version) problems.add(1, "'version: " + std::to_string(kJobFormatVersion) + "' is missing");

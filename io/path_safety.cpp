@@ -2,7 +2,6 @@
 
 #include <sys/stat.h>
 
-
 #include "kernels/core/error.h"
 
 namespace sdc::io {
@@ -26,7 +25,8 @@ FileIdentity identify(const std::filesystem::path& path) {
   if (path.has_filename() && ::stat(directory.c_str(), &info) == 0)
     return FileIdentity{info.st_dev, info.st_ino, path.filename().string()};
   std::error_code error;
-  const std::filesystem::path resolved = std::filesystem::weakly_canonical(std::filesystem::absolute(path, error), error);
+  const std::filesystem::path resolved =
+      std::filesystem::weakly_canonical(std::filesystem::absolute(path, error), error);
   return FileIdentity{0, 0, (error ? path.lexically_normal() : resolved).string()};
 }
 

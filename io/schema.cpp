@@ -230,13 +230,17 @@ const VariableSpec* Schema::find(const std::string& name) const {
 std::optional<VariableType> type_required_by(VariableRole role) {
   switch (role) {
     case VariableRole::kIdentifier:
-    case VariableRole::kHousehold: return VariableType::kId;
+    case VariableRole::kHousehold:
+      return VariableType::kId;
     case VariableRole::kGeography:
-    case VariableRole::kKey: return VariableType::kCategorical;
+    case VariableRole::kKey:
+      return VariableType::kCategorical;
     case VariableRole::kContinuous:
-    case VariableRole::kWeight: return VariableType::kContinuous;
+    case VariableRole::kWeight:
+      return VariableType::kContinuous;
     case VariableRole::kOther:
-    case VariableRole::kSensitive: return std::nullopt;
+    case VariableRole::kSensitive:
+      return std::nullopt;
   }
   return std::nullopt;
 }

@@ -44,7 +44,8 @@ std::string read_seed_file(const std::filesystem::path& path) {
     std::snprintf(mode, sizeof mode, "%04o", static_cast<unsigned>(info.st_mode & 07777));
     throw InvalidInput(path.string() + ": seed file has mode " + mode +
                        " and is readable or writable by others; a seed reproduces every random draw, so it must be "
-                       "owner-only (chmod 600 " + path.string() + ")");
+                       "owner-only (chmod 600 " +
+                       path.string() + ")");
   }
   std::string content(kMaxSeedFileBytes + 1, '\0');
   const ssize_t count = ::read(fd, content.data(), content.size());

@@ -21,7 +21,8 @@ void add_context() {
 /// Pass 1 only: the size (and selection) draw of every household.
 void BM_Census_Count(benchmark::State& state) {
   add_context();
-  const tbb::global_control threads(tbb::global_control::max_allowed_parallelism, static_cast<std::size_t>(state.range(1)));
+  const tbb::global_control threads(tbb::global_control::max_allowed_parallelism,
+                                    static_cast<std::size_t>(state.range(1)));
   const sdc::generate::CensusGenerator generator({.seed = kSeed, .households = state.range(0)});
   std::int64_t persons = 0;
   for (auto _ : state) {
@@ -34,17 +35,21 @@ void BM_Census_Count(benchmark::State& state) {
 }
 BENCHMARK(BM_Census_Count)
     ->ArgNames({"households", "threads"})
-    ->Args({1000000, 1})->Args({1000000, 2})
-    ->Unit(benchmark::kMillisecond)->UseRealTime();
+    ->Args({1000000, 1})
+    ->Args({1000000, 2})
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
 
 /// Everything the command does before writing: generator set-up, counting pass, every row.
 void BM_Census_EndToEnd(benchmark::State& state) {
   add_context();
-  const tbb::global_control threads(tbb::global_control::max_allowed_parallelism, static_cast<std::size_t>(state.range(1)));
+  const tbb::global_control threads(tbb::global_control::max_allowed_parallelism,
+                                    static_cast<std::size_t>(state.range(1)));
   const double fraction = static_cast<double>(state.range(2)) / 100.0;
   std::int64_t rows = 0;
   for (auto _ : state) {
-    const sdc::Table table = sdc::generate::generate_census({.seed = kSeed, .households = state.range(0), .sample_fraction = fraction});
+    const sdc::Table table =
+        sdc::generate::generate_census({.seed = kSeed, .households = state.range(0), .sample_fraction = fraction});
     rows = table.row_count();
     benchmark::DoNotOptimize(table.columns().data());
   }
@@ -53,9 +58,12 @@ void BM_Census_EndToEnd(benchmark::State& state) {
 }
 BENCHMARK(BM_Census_EndToEnd)
     ->ArgNames({"households", "threads", "percent"})
-    ->Args({100000, 1, 100})->Args({100000, 2, 100})
-    ->Args({1000000, 1, 100})->Args({1000000, 2, 100})
+    ->Args({100000, 1, 100})
+    ->Args({100000, 2, 100})
+    ->Args({1000000, 1, 100})
+    ->Args({1000000, 2, 100})
     ->Args({1000000, 2, 10})
-    ->Unit(benchmark::kMillisecond)->UseRealTime();
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
 
 }  // namespace

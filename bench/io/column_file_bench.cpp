@@ -41,7 +41,8 @@ std::int64_t bench_rows() {
 
 std::filesystem::path bench_dir() {
   const char* text = std::getenv("SDC_BENCH_DIR");
-  const std::filesystem::path base = text != nullptr ? std::filesystem::path(text) : std::filesystem::temp_directory_path();
+  const std::filesystem::path base =
+      text != nullptr ? std::filesystem::path(text) : std::filesystem::temp_directory_path();
   const auto dir = base / ("sdc-column-file-bench-" + std::to_string(::getpid()));
   std::filesystem::create_directories(dir);
   return dir;
@@ -261,14 +262,34 @@ void BM_RawFile_Read(benchmark::State& state) {
 
 constexpr int kRepetitions = 3;
 
-BENCHMARK(BM_ColumnFile_Write)->ArgName("filters")->Arg(0)->Arg(1)->UseRealTime()->Unit(benchmark::kMillisecond)
-    ->Repetitions(kRepetitions)->DisplayAggregatesOnly(true);
-BENCHMARK(BM_RawFile_Write)->UseRealTime()->Unit(benchmark::kMillisecond)
-    ->Repetitions(kRepetitions)->DisplayAggregatesOnly(true);
-BENCHMARK(BM_ColumnFile_Read)->ArgNames({"filters", "warm"})->ArgsProduct({{0, 1}, {0, 1}})->UseRealTime()
-    ->Unit(benchmark::kMillisecond)->Repetitions(kRepetitions)->DisplayAggregatesOnly(true);
-BENCHMARK(BM_RawFile_Read)->ArgName("warm")->Arg(0)->Arg(1)->UseRealTime()->Unit(benchmark::kMillisecond)
-    ->Repetitions(kRepetitions)->DisplayAggregatesOnly(true);
+BENCHMARK(BM_ColumnFile_Write)
+    ->ArgName("filters")
+    ->Arg(0)
+    ->Arg(1)
+    ->UseRealTime()
+    ->Unit(benchmark::kMillisecond)
+    ->Repetitions(kRepetitions)
+    ->DisplayAggregatesOnly(true);
+BENCHMARK(BM_RawFile_Write)
+    ->UseRealTime()
+    ->Unit(benchmark::kMillisecond)
+    ->Repetitions(kRepetitions)
+    ->DisplayAggregatesOnly(true);
+BENCHMARK(BM_ColumnFile_Read)
+    ->ArgNames({"filters", "warm"})
+    ->ArgsProduct({{0, 1}, {0, 1}})
+    ->UseRealTime()
+    ->Unit(benchmark::kMillisecond)
+    ->Repetitions(kRepetitions)
+    ->DisplayAggregatesOnly(true);
+BENCHMARK(BM_RawFile_Read)
+    ->ArgName("warm")
+    ->Arg(0)
+    ->Arg(1)
+    ->UseRealTime()
+    ->Unit(benchmark::kMillisecond)
+    ->Repetitions(kRepetitions)
+    ->DisplayAggregatesOnly(true);
 
 // Runs before main's benchmarks: Google Benchmark's main calls Initialize after static initialisation.
 const bool kContextAdded = [] {

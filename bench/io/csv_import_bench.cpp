@@ -77,8 +77,8 @@ std::filesystem::path make_csv() {
   std::FILE* file = std::fopen(path.c_str(), "wb");
   if (file == nullptr) throw std::runtime_error("cannot create " + path.string());
   static constexpr const char* kCountries[] = {"AUT", "DEU", "FRA", "ITA", "ESP", "POL", "ROU", "NLD", "BEL", "GRC",
-                                           "CZE", "PRT", "SWE", "HUN", "BGR", "DNK", "FIN", "SVK", "IRL", "HRV",
-                                           "LTU", "SVN", "LVA", "EST", "CYP", "LUX", "MLT", "TUR", "SRB", "UKR"};
+                                               "CZE", "PRT", "SWE", "HUN", "BGR", "DNK", "FIN", "SVK", "IRL", "HRV",
+                                               "LTU", "SVN", "LVA", "EST", "CYP", "LUX", "MLT", "TUR", "SRB", "UKR"};
   std::mt19937_64 rng(20240611);
   std::string text = "NUTS1,NUTS2,NUTS3,LAU2,GRID,HID,PID,SEX,AGE,AGE.M,MARSTAT,EDU,ACT,OCC,COUNTRY,INCOME,WEIGHT\n";
   long long household = 0;

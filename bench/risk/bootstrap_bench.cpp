@@ -93,8 +93,12 @@ void BM_BootstrapRisk_ClusterPoisson(benchmark::State& state) {
 }
 BENCHMARK(BM_BootstrapRisk_ClusterPoisson)
     ->ArgNames({"records", "replicates", "threads"})
-    ->Args({1000000, 1000, 2})->Args({1000000, 100, 1})->Args({1000000, 100, 2})
-    ->Iterations(1)->Unit(benchmark::kMillisecond)->UseRealTime();
+    ->Args({1000000, 1000, 2})
+    ->Args({1000000, 100, 1})
+    ->Args({1000000, 100, 2})
+    ->Iterations(1)
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
 
 void BM_BootstrapRisk_ClusterMultinomial(benchmark::State& state) {
   const auto records = static_cast<std::size_t>(state.range(0));
@@ -114,7 +118,9 @@ void BM_BootstrapRisk_ClusterMultinomial(benchmark::State& state) {
 BENCHMARK(BM_BootstrapRisk_ClusterMultinomial)
     ->ArgNames({"records", "replicates", "threads"})
     ->Args({1000000, 100, 2})
-    ->Iterations(1)->Unit(benchmark::kMillisecond)->UseRealTime();
+    ->Iterations(1)
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
 
 void BM_BootstrapRisk_Plan(benchmark::State& state) {
   const auto records = static_cast<std::size_t>(state.range(0));
@@ -126,8 +132,11 @@ void BM_BootstrapRisk_Plan(benchmark::State& state) {
   }
   state.SetItemsProcessed(static_cast<std::int64_t>(state.iterations()) * static_cast<std::int64_t>(records));
 }
-BENCHMARK(BM_BootstrapRisk_Plan)->ArgNames({"records", "threads"})->Args({1000000, 2})
-    ->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_BootstrapRisk_Plan)
+    ->ArgNames({"records", "threads"})
+    ->Args({1000000, 2})
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
 
 /// Multiplicities alone: 400 000 households x 100 replicates.
 void BM_ReplicateMultiplicities(benchmark::State& state) {
@@ -144,8 +153,11 @@ void BM_ReplicateMultiplicities(benchmark::State& state) {
   }
   state.SetItemsProcessed(static_cast<std::int64_t>(state.iterations()) * static_cast<std::int64_t>(units) * 100);
 }
-BENCHMARK(BM_ReplicateMultiplicities)->ArgNames({"units", "multinomial", "threads"})
-    ->Args({400000, 0, 2})->Args({400000, 1, 2})
-    ->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_ReplicateMultiplicities)
+    ->ArgNames({"units", "multinomial", "threads"})
+    ->Args({400000, 0, 2})
+    ->Args({400000, 1, 2})
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
 
 }  // namespace

@@ -36,8 +36,12 @@ void BM_FrequencyCount_Local(benchmark::State& state) {
 }
 BENCHMARK(BM_FrequencyCount_Local)
     ->ArgNames({"records", "threads"})
-    ->Args({1 << 20, 1})->Args({1 << 20, 2})->Args({5000000, 1})->Args({5000000, 2})
-    ->Unit(benchmark::kMillisecond)->UseRealTime();
+    ->Args({1 << 20, 1})
+    ->Args({1 << 20, 2})
+    ->Args({5000000, 1})
+    ->Args({5000000, 2})
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
 
 /// The computation the target names: fk, fk_weighted, the Benedetti–Franconi individual risk
 /// (element-wise, in parallel blocks as sdc risk evaluates it), the household risk and the global
@@ -70,8 +74,12 @@ void BM_RiskChain(benchmark::State& state) {
   }
   state.SetItemsProcessed(static_cast<std::int64_t>(state.iterations()) * static_cast<std::int64_t>(records));
 }
-BENCHMARK(BM_RiskChain)->ArgNames({"records", "threads"})->Args({5000000, 1})->Args({5000000, 2})
-    ->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_RiskChain)
+    ->ArgNames({"records", "threads"})
+    ->Args({5000000, 1})
+    ->Args({5000000, 2})
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
 
 void BM_GroupByKeys(benchmark::State& state) {
   const auto records = static_cast<std::size_t>(state.range(0));
@@ -80,8 +88,12 @@ void BM_GroupByKeys(benchmark::State& state) {
   for (auto _ : state) benchmark::DoNotOptimize(sdc::group_by_keys(view).record_class.data());
   state.SetItemsProcessed(static_cast<std::int64_t>(state.iterations()) * static_cast<std::int64_t>(records));
 }
-BENCHMARK(BM_GroupByKeys)->ArgNames({"records", "threads"})->Args({5000000, 1})->Args({5000000, 2})
-    ->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_GroupByKeys)
+    ->ArgNames({"records", "threads"})
+    ->Args({5000000, 1})
+    ->Args({5000000, 2})
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
 
 /// The ceiling: gather 8-byte values at random positions of an array as large as the class table.
 void BM_RandomGather(benchmark::State& state) {

@@ -29,9 +29,7 @@ struct Sample {
   std::vector<double> weight_sums;
   std::vector<double> inverse_weight_sums;
 
-  sdc::LogLinearClasses classes() const {
-    return {levels.size(), class_keys, f, weight_sums, inverse_weight_sums};
-  }
+  sdc::LogLinearClasses classes() const { return {levels.size(), class_keys, f, weight_sums, inverse_weight_sums}; }
 };
 
 const Sample& sample(std::size_t records) {
@@ -105,8 +103,12 @@ void BM_LogLinear_Fit(benchmark::State& state) {
 }
 BENCHMARK(BM_LogLinear_Fit)
     ->ArgNames({"two_way", "keys", "threads"})
-    ->Args({0, 8, 1})->Args({0, 8, 2})->Args({1, 4, 2})->Args({1, 5, 2})
-    ->Unit(benchmark::kMillisecond)->UseRealTime();
+    ->Args({0, 8, 1})
+    ->Args({0, 8, 2})
+    ->Args({1, 4, 2})
+    ->Args({1, 5, 2})
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
 
 /// One fitted two-way margin of the all-two-way model on the first `keys` keys (8 keys: 2.1e10 grid
 /// cells): the unit of work of one IPF step; a sweep does one per pair of keys.
@@ -124,8 +126,13 @@ void BM_LogLinear_AllTwoWayMarginPass(benchmark::State& state) {
   state.SetItemsProcessed(static_cast<std::int64_t>(sdc::loglinear_grid_size(spec)));
   state.counters["grid_cells"] = static_cast<double>(sdc::loglinear_grid_size(spec));
 }
-BENCHMARK(BM_LogLinear_AllTwoWayMarginPass)->ArgNames({"threads", "keys"})->Args({2, 6})->Args({2, 7})->Iterations(1)
-    ->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_LogLinear_AllTwoWayMarginPass)
+    ->ArgNames({"threads", "keys"})
+    ->Args({2, 6})
+    ->Args({2, 7})
+    ->Iterations(1)
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
 
 void BM_LogLinear_Risk(benchmark::State& state) {
   tbb::global_control threads(tbb::global_control::max_allowed_parallelism, static_cast<std::size_t>(state.range(0)));
@@ -159,7 +166,11 @@ void BM_LogLinear_ParametricDraw(benchmark::State& state) {
   }
   state.SetItemsProcessed(static_cast<std::int64_t>(state.iterations()) * static_cast<std::int64_t>(grid));
 }
-BENCHMARK(BM_LogLinear_ParametricDraw)->ArgNames({"keys", "threads"})->Args({5, 2})->Args({6, 2})
-    ->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_LogLinear_ParametricDraw)
+    ->ArgNames({"keys", "threads"})
+    ->Args({5, 2})
+    ->Args({6, 2})
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
 
 }  // namespace

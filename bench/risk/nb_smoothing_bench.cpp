@@ -21,8 +21,14 @@ struct SampleTable {
   std::vector<double> pi{0.1};
   std::size_t keys = 0;
   sdc::NbSampleClasses view() const {
-    return {.fixed_key_count = 1, .ordinal_key_count = keys, .fixed_keys = fixed, .ordinal_keys = ordinal,
-            .ordinal_levels = levels, .counts = counts, .sampling_fraction = pi, .ordinal_key_names = {}};
+    return {.fixed_key_count = 1,
+            .ordinal_key_count = keys,
+            .fixed_keys = fixed,
+            .ordinal_keys = ordinal,
+            .ordinal_levels = levels,
+            .counts = counts,
+            .sampling_fraction = pi,
+            .ordinal_key_names = {}};
   }
 };
 
@@ -68,8 +74,8 @@ void BM_NbSmoothing_Local(benchmark::State& state) {
   const auto keys = static_cast<std::size_t>(state.range(1));
   const sdc::NbSmoothingOptions options{
       .sup_radius = static_cast<std::int32_t>(state.range(2)),
-      .l1_radius = state.range(3) > 0 ? std::optional<std::int32_t>(static_cast<std::int32_t>(state.range(3)))
-                                      : std::nullopt};
+      .l1_radius =
+          state.range(3) > 0 ? std::optional<std::int32_t>(static_cast<std::int32_t>(state.range(3))) : std::nullopt};
   tbb::global_control threads(tbb::global_control::max_allowed_parallelism, static_cast<std::size_t>(state.range(4)));
   const auto& table = sample_table(uniques_wanted, keys);
   const std::size_t neighbourhood =
@@ -102,6 +108,8 @@ BENCHMARK(BM_NbSmoothing_Local)
     ->Args({2000, 5, 2, 4, 1})
     ->Args({2000, 5, 2, 6, 1})
     ->Args({2000, 5, 2, 6, 2})
-    ->Unit(benchmark::kMillisecond)->UseRealTime()->Iterations(1);
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime()
+    ->Iterations(1);
 
 }  // namespace

@@ -83,6 +83,7 @@ BENCHMARK(BM_Suda2_EndToEnd)
     ->Args({1000000, 4, 2, 1})
     ->Args({1000000, 8, 2, 0})
     ->Iterations(1)
-    ->Unit(benchmark::kMillisecond)->UseRealTime();
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
 
 }  // namespace

@@ -43,7 +43,11 @@ void BM_WildcardFrequency_Local(benchmark::State& state) {
 }
 BENCHMARK(BM_WildcardFrequency_Local)
     ->ArgNames({"records", "missing_permille", "threads"})
-    ->Args({5000000, 0, 1})->Args({5000000, 10, 1})->Args({5000000, 0, 2})->Args({5000000, 10, 2})
-    ->Unit(benchmark::kMillisecond)->UseRealTime();
+    ->Args({5000000, 0, 1})
+    ->Args({5000000, 10, 1})
+    ->Args({5000000, 0, 2})
+    ->Args({5000000, 10, 2})
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
 
 }  // namespace

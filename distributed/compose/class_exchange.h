@@ -31,13 +31,15 @@ OwnedClasses send_classes_to_owners(const Communicator& comm, const FrequencyCla
 /// near the ones a rank owns. A rank answers (answer_senders) only for the classes it owns: its
 /// `write` must append nothing for a copy.
 OwnedClasses send_classes_to_owners(const Communicator& comm, const FrequencyClasses& mine, std::vector<int> owner,
-                                    std::span<const std::size_t> copy_offsets = {}, std::span<const int> copy_ranks = {});
+                                    std::span<const std::size_t> copy_offsets = {},
+                                    std::span<const int> copy_ranks = {});
 
 /// Collective. `write(out, g)` appends the answer for owned class g; every sender gets one answer per
 /// class it sent, in its order. Returns what each owner answered this rank, by owner rank: read the
 /// answers of local class c, in class order, from the buffer of owner[c].
 template <typename Write>
-std::vector<std::vector<std::byte>> answer_senders(const Communicator& comm, const OwnedClasses& classes, Write&& write) {
+std::vector<std::vector<std::byte>> answer_senders(const Communicator& comm, const OwnedClasses& classes,
+                                                   Write&& write) {
   std::vector<std::vector<std::byte>> replies(classes.from_rank.size());
   for (std::size_t r = 0; r < replies.size(); ++r) {
     ByteWriter reply;

@@ -140,8 +140,8 @@ DistributedLDiversity distributed_l_diversity(const Communicator& comm, const Ke
   out.records_distinct_below = comm.all_reduce_sum(owned_summary.records_below);
   // The minimum entropy: doubles compare exactly, so a min over ranks is order-free. Entropies are
   // positive, so their order keys order as the values do.
-  const std::int64_t entropy_bits = comm.all_reduce_min(
-      static_cast<std::int64_t>(std::bit_cast<std::uint64_t>(owned_summary.min_entropy)));
+  const std::int64_t entropy_bits =
+      comm.all_reduce_min(static_cast<std::int64_t>(std::bit_cast<std::uint64_t>(owned_summary.min_entropy)));
   out.min_entropy = std::bit_cast<double>(static_cast<std::uint64_t>(entropy_bits));
   if (out.classes == 0) {
     out.min_distinct = 0;

@@ -56,8 +56,8 @@ MarginCounts distributed_loglinear_margins(const Communicator& comm, const LogLi
   comm.all_reduce_sum(std::span<std::int64_t>(flat));
   std::size_t at = 0;
   for (auto& table : margins.counts) {
-    std::copy(flat.begin() + static_cast<std::ptrdiff_t>(at), flat.begin() + static_cast<std::ptrdiff_t>(at + table.size()),
-              table.begin());
+    std::copy(flat.begin() + static_cast<std::ptrdiff_t>(at),
+              flat.begin() + static_cast<std::ptrdiff_t>(at + table.size()), table.begin());
     at += table.size();
   }
   return margins;

@@ -35,7 +35,8 @@ DistributedMarketerRisk distributed_marketer_risk(const Communicator& comm, cons
   out.risk = marketer_risk_finalize(out.totals);
 
   // F_i back to the records of D, class by class in the order each rank sent them.
-  const auto answers = answer_senders(comm, d_owned, [&](ByteWriter& reply, std::size_t g) { reply.put(external_counts[g]); });
+  const auto answers =
+      answer_senders(comm, d_owned, [&](ByteWriter& reply, std::size_t g) { reply.put(external_counts[g]); });
   std::vector<ByteReader> from_owner;
   for (const auto& bytes : answers) from_owner.emplace_back(bytes);
   std::vector<double> class_external(d.classes.class_count());
@@ -43,7 +44,8 @@ DistributedMarketerRisk distributed_marketer_risk(const Communicator& comm, cons
     class_external[c] = from_owner[static_cast<std::size_t>(d_owned.owner[c])].get<double>();
   for (const auto& in : from_owner) SDC_CHECK(in.done(), "every class's external count consumed");
   out.record_external.resize(d.record_class.size());
-  for (std::size_t i = 0; i < out.record_external.size(); ++i) out.record_external[i] = class_external[d.record_class[i]];
+  for (std::size_t i = 0; i < out.record_external.size(); ++i)
+    out.record_external[i] = class_external[d.record_class[i]];
   return out;
 }
 

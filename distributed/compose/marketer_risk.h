@@ -16,7 +16,7 @@ namespace sdc::distributed {
 
 struct DistributedMarketerRisk {
   MarketerRisk risk;
-  MarketerRiskPartial totals;          ///< J, n, n_r and the sums, over all ranks
+  MarketerRiskPartial totals;           ///< J, n, n_r and the sums, over all ranks
   std::vector<double> record_external;  ///< F_i of each local record of D: its class's count in E
 };
 

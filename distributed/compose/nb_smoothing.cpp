@@ -126,8 +126,10 @@ DistributedNbSmoothing distributed_nb_smoothing(const Communicator& comm, const 
   std::vector<std::int32_t> ordinal_codes(n * v);
   for (std::size_t c = 0; c < n; ++c) {
     const auto key = owned.key(c);
-    std::copy(key.begin(), key.begin() + static_cast<std::ptrdiff_t>(fixed), fixed_codes.begin() + static_cast<std::ptrdiff_t>(c * fixed));
-    std::copy(key.begin() + static_cast<std::ptrdiff_t>(fixed), key.end(), ordinal_codes.begin() + static_cast<std::ptrdiff_t>(c * v));
+    std::copy(key.begin(), key.begin() + static_cast<std::ptrdiff_t>(fixed),
+              fixed_codes.begin() + static_cast<std::ptrdiff_t>(c * fixed));
+    std::copy(key.begin() + static_cast<std::ptrdiff_t>(fixed), key.end(),
+              ordinal_codes.begin() + static_cast<std::ptrdiff_t>(c * v));
   }
   std::vector<double> sampling_fraction;
   std::int64_t light_uniques = 0;

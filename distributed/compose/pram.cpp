@@ -82,9 +82,12 @@ PramStrata distributed_pram_strata(const Communicator& comm, const KeyColumns& s
   out.ids.erase(std::unique(out.ids.begin(), out.ids.end()), out.ids.end());
   // Every local id is among the global ones: number the local ones only.
   for (std::uint64_t id : local) {
-    const auto index = static_cast<std::int32_t>(std::lower_bound(out.ids.begin(), out.ids.end(), id) - out.ids.begin());
-    if (dense) dense_index[id] = index;
-    else sparse_index[id] = index;
+    const auto index =
+        static_cast<std::int32_t>(std::lower_bound(out.ids.begin(), out.ids.end(), id) - out.ids.begin());
+    if (dense)
+      dense_index[id] = index;
+    else
+      sparse_index[id] = index;
   }
   for (std::size_t i = 0; i < n; ++i)
     out.record_stratum[i] = dense ? dense_index[record_ids[i]] : sparse_index.find(record_ids[i])->second;
@@ -96,7 +99,8 @@ std::vector<std::int64_t> distributed_pram_counts(const Communicator& comm, std:
   const auto k = static_cast<std::size_t>(categories);
   std::vector<std::int64_t> counts(strata.ids.size() * k, 0);
   for (std::size_t i = 0; i < codes.size(); ++i)
-    if (codes[i] >= 0) ++counts[static_cast<std::size_t>(strata.record_stratum[i]) * k + static_cast<std::size_t>(codes[i])];
+    if (codes[i] >= 0)
+      ++counts[static_cast<std::size_t>(strata.record_stratum[i]) * k + static_cast<std::size_t>(codes[i])];
   comm.all_reduce_sum(std::span<std::int64_t>(counts));
   return counts;
 }

@@ -75,7 +75,8 @@ ReplicateRiskPartial get_partial(ByteReader& in) {
   ReplicateRiskPartial partial;
   partial.first_replicate = in.get<std::uint64_t>();
   const auto count = static_cast<std::size_t>(in.get<std::uint64_t>());
-  for (auto* values : {&partial.records, &partial.sample_uniques, &partial.records_below_k, &partial.unique_survivors}) {
+  for (auto* values :
+       {&partial.records, &partial.sample_uniques, &partial.records_below_k, &partial.unique_survivors}) {
     values->resize(count);
     in.get_span(std::span(*values));
   }
@@ -88,9 +89,9 @@ ReplicateRiskPartial get_partial(ByteReader& in) {
 
 DistributedReplicateRisk distributed_replicate_risk(const Communicator& comm, const KeyColumns& keys,
                                                     std::span<const std::uint64_t> units,
-                                                    std::span<const double> weights, const ReplicateRiskOptions& options,
-                                                    const ReplicateDesign& design, std::uint64_t first_replicate,
-                                                    std::uint64_t end_replicate) {
+                                                    std::span<const double> weights,
+                                                    const ReplicateRiskOptions& options, const ReplicateDesign& design,
+                                                    std::uint64_t first_replicate, std::uint64_t end_replicate) {
   SDC_CHECK(units.size() == keys.record_count(), "one resampling unit per record");
   SDC_CHECK(!options.risk.weighted || weights.size() == keys.record_count(), "one weight per record when weighted");
   const std::span<const double> used_weights = options.risk.weighted ? weights : std::span<const double>();
@@ -108,7 +109,8 @@ DistributedReplicateRisk distributed_replicate_risk(const Communicator& comm, co
       // Entries of one tuple from several senders become one class; class ids follow the sorted tuples.
       const KeyGrouping entries = group_by_keys(entry_keys);
       std::vector<std::uint32_t> record_class(owned.record_entry.size());
-      for (std::size_t i = 0; i < record_class.size(); ++i) record_class[i] = entries.record_class[owned.record_entry[i]];
+      for (std::size_t i = 0; i < record_class.size(); ++i)
+        record_class[i] = entries.record_class[owned.record_entry[i]];
       owned.record_entry = {};
       plan = make_replicate_risk_plan(record_class, owned.units, owned.weights, options);
     }
@@ -165,7 +167,8 @@ StratifiedUnits number_units_within_strata(const Communicator& comm, std::span<c
   std::vector<std::uint64_t> next(strata);
   for (std::size_t h = 0; h < strata; ++h) next[h] = out.offsets[h] + before[h];
   out.numbers.resize(unit_stratum.size());
-  for (std::size_t u = 0; u < unit_stratum.size(); ++u) out.numbers[u] = next[static_cast<std::size_t>(unit_stratum[u])]++;
+  for (std::size_t u = 0; u < unit_stratum.size(); ++u)
+    out.numbers[u] = next[static_cast<std::size_t>(unit_stratum[u])]++;
   return out;
 }
 

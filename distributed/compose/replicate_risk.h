@@ -37,9 +37,9 @@ struct DistributedReplicateRisk {
 /// the rank that holds it). Every rank returns the same result.
 DistributedReplicateRisk distributed_replicate_risk(const Communicator& comm, const KeyColumns& keys,
                                                     std::span<const std::uint64_t> units,
-                                                    std::span<const double> weights, const ReplicateRiskOptions& options,
-                                                    const ReplicateDesign& design, std::uint64_t first_replicate,
-                                                    std::uint64_t end_replicate);
+                                                    std::span<const double> weights,
+                                                    const ReplicateRiskOptions& options, const ReplicateDesign& design,
+                                                    std::uint64_t first_replicate, std::uint64_t end_replicate);
 
 /// Global numbering of resampling units within strata, for the stratified (multinomial) design. The
 /// units are taken in global file order: ranks hold consecutive rows in rank order, and a rank lists

@@ -48,7 +48,8 @@ RiskThreshold distributed_risk_threshold(const Communicator& comm, std::span<con
     std::memcpy(out.data(), &size, sizeof(size));
     if (size > 0) {
       std::memcpy(out.data() + sizeof(size), histogram.values.data(), size * sizeof(double));
-      std::memcpy(out.data() + sizeof(size) + size * sizeof(double), histogram.counts.data(), size * sizeof(std::int64_t));
+      std::memcpy(out.data() + sizeof(size) + size * sizeof(double), histogram.counts.data(),
+                  size * sizeof(std::int64_t));
     }
     const auto received = comm.all_to_all_bytes(send);
     struct Shared {

@@ -17,7 +17,9 @@ namespace {
 
 constexpr std::size_t kGrain = std::size_t{1} << 14;
 
-std::uint8_t capped(std::uint64_t count) { return static_cast<std::uint8_t>(std::min<std::uint64_t>(count, kCountMore)); }
+std::uint8_t capped(std::uint64_t count) {
+  return static_cast<std::uint8_t>(std::min<std::uint64_t>(count, kCountMore));
+}
 
 /// Indices of the flagged records, ascending.
 std::vector<std::uint32_t> flagged_records(std::span<const std::uint64_t> flags, std::size_t records) {
@@ -115,8 +117,10 @@ void count_over_ranks(const Communicator& comm, const KeyColumns& keys, std::spa
   }
   const std::vector<std::uint32_t> records = flagged_records(candidates, n);
   // The branch depends on the key levels only, the same on every rank.
-  if (fits && space <= kDenseSubsetSpace) count_dense(comm, keys, subset, records, space, out);
-  else count_by_shuffle(comm, keys, subset, records, out);
+  if (fits && space <= kDenseSubsetSpace)
+    count_dense(comm, keys, subset, records, space, out);
+  else
+    count_by_shuffle(comm, keys, subset, records, out);
 }
 
 void put_sums(ByteWriter& out, const std::vector<ExactSum>& sums) {
@@ -181,7 +185,8 @@ SubsetCounter make_distributed_subset_counter(const Communicator& comm, const Ke
     for (std::size_t j = 0; j < keys.key_count(); ++j) {
       SDC_CHECK(keys.codes[j].size() == keys.record_count(), "key columns of equal length");
       const std::int32_t levels = keys.level_counts[j];
-      if (std::any_of(keys.codes[j].begin(), keys.codes[j].end(), [&](std::int32_t code) { return code < -1 || code >= levels; }))
+      if (std::any_of(keys.codes[j].begin(), keys.codes[j].end(),
+                      [&](std::int32_t code) { return code < -1 || code >= levels; }))
         throw InvalidInput("suda2: key variable " + std::to_string(j) + " has a code outside its levels");
     }
   });
@@ -199,7 +204,8 @@ Suda2Partial all_reduce_suda2_partial(const Communicator& comm, const Suda2Parti
 
 DistributedSuda2 distributed_suda2(const Communicator& comm, const KeyColumns& keys, const Suda2Options& options) {
   // One rank: the kernel's local counter (dense counting or a local group-by) gives the same integers.
-  const SubsetCounter counter = comm.size() == 1 ? make_local_subset_counter(keys) : make_distributed_subset_counter(comm, keys);
+  const SubsetCounter counter =
+      comm.size() == 1 ? make_local_subset_counter(keys) : make_distributed_subset_counter(comm, keys);
   Suda2Local local = suda2_local(keys, counter, options);
   DistributedSuda2 out;
   out.total = all_reduce_suda2_partial(comm, local.partial);

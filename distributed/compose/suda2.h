@@ -36,11 +36,11 @@ SubsetCounter make_distributed_subset_counter(const Communicator& comm, const Ke
 Suda2Partial all_reduce_suda2_partial(const Communicator& comm, const Suda2Partial& local);
 
 struct DistributedSuda2 {
-  std::vector<double> score;  ///< SUDA score of this rank's records
-  std::vector<double> dis;    ///< DIS score of this rank's records
-  Suda2Partial total;         ///< merged over all ranks
-  double score_max = 0.0;     ///< over all ranks
-  double dis_max = 0.0;       ///< over all ranks
+  std::vector<double> score;                                 ///< SUDA score of this rank's records
+  std::vector<double> dis;                                   ///< DIS score of this rank's records
+  Suda2Partial total;                                        ///< merged over all ranks
+  double score_max = 0.0;                                    ///< over all ranks
+  double dis_max = 0.0;                                      ///< over all ranks
   std::optional<Suda2AttributeContributions> contributions;  ///< when options.contributions
 };
 

@@ -14,8 +14,8 @@
 #include "distributed/partition.h"
 #include "engine/checkpoint.h"
 #include "engine/cli/commands.h"
-#include "engine/progress.h"
 #include "engine/partitioned_table.h"
+#include "engine/progress.h"
 #include "engine/report/run_report.h"
 #include "engine/table_step.h"
 #include "io/seed.h"
@@ -36,7 +36,8 @@ struct CensusFlags {
 
 /// Collective. Pass 1 of the generator: every rank counts an even share of the household blocks, and
 /// every rank receives all counts (a few dozen bytes per 4096 households).
-generate::CensusLayout distributed_layout(const distributed::Communicator& comm, const generate::CensusGenerator& generator) {
+generate::CensusLayout distributed_layout(const distributed::Communicator& comm,
+                                          const generate::CensusGenerator& generator) {
   const auto mine = distributed::even_split(generator.block_count(), comm.rank(), comm.size());
   const auto counts = generator.count_blocks(mine.first, mine.count);
   const auto parts = comm.all_gather_bytes(std::as_bytes(std::span(counts)));
@@ -77,15 +78,17 @@ class GenerateCommand final : public CommandStep {
                     "replace an existing seed file (every release made with the old seed becomes irreproducible)");
 
     census_ = generate->add_subcommand(
-        "census", "a synthetic census (or household sample) of persons in households in a 4-level geography "
-                  "(docs/generator.md)");
+        "census",
+        "a synthetic census (or household sample) of persons in households in a 4-level geography "
+        "(docs/generator.md)");
     census_->add_option("--households", census_flags_.households, "households of the census, numbered 1..N")
         ->required()
         ->check(whole_number_in(1, kMaxCount))
         ->type_name("N");
-    census_->add_option("--sample-fraction", census_flags_.sample_fraction,
-                        "draw a household sample of this expected fraction (0 < F <= 1), stratified by nuts2, "
-                        "with design weights; without it, the full census (weight 1)")
+    census_
+        ->add_option("--sample-fraction", census_flags_.sample_fraction,
+                     "draw a household sample of this expected fraction (0 < F <= 1), stratified by nuts2, "
+                     "with design weights; without it, the full census (weight 1)")
         ->type_name("F");
     add_seed_option(*census_, paths_, census_flags_.seed_file);
     add_output_option(*census_, paths_, census_flags_.output);
@@ -103,7 +106,9 @@ class GenerateCommand final : public CommandStep {
   /// For `sdc run`: a generated census replaces whatever a job held before.
   bool keeps_input_variables() const override { return census_ == nullptr || !census_->parsed(); }
   bool needs_seed() const override { return census_ != nullptr && census_->parsed(); }
-  OutputKind output_kind() const override { return seed_ != nullptr && seed_->parsed() ? OutputKind::kSeed : OutputKind::kData; }
+  OutputKind output_kind() const override {
+    return seed_ != nullptr && seed_->parsed() ? OutputKind::kSeed : OutputKind::kData;
+  }
   std::vector<VariableInfo> added_variables() const override {
     if (census_ == nullptr || !census_->parsed()) return {};
     try {
@@ -116,7 +121,8 @@ class GenerateCommand final : public CommandStep {
  private:
   void run_seed(const RunContext& context) {
     std::error_code error;
-    if (!seed_force_ && std::filesystem::symlink_status(seed_output_, error).type() != std::filesystem::file_type::not_found)
+    if (!seed_force_ &&
+        std::filesystem::symlink_status(seed_output_, error).type() != std::filesystem::file_type::not_found)
       throw UsageError("--output '" + seed_output_.string() +
                        "' already exists: a seed is the key to every release made with it, and replacing it makes them "
                        "irreproducible; give --force to replace it");
@@ -143,11 +149,12 @@ class GenerateCommand final : public CommandStep {
     RunReport report(context);
     StepRecord& step = report.add_step("generate census");
     StepTimer timer(step);
-    step.parameters = {{"households", flags.households},
-                       {"sample-fraction", flags.sample_fraction ? nlohmann::json(*flags.sample_fraction) : nlohmann::json(nullptr)}};
-    const std::vector<StepId> draws{StepId::kGenerateHousehold, StepId::kGenerateSample,
+    step.parameters = {
+        {"households", flags.households},
+        {"sample-fraction", flags.sample_fraction ? nlohmann::json(*flags.sample_fraction) : nlohmann::json(nullptr)}};
+    const std::vector<StepId> draws{StepId::kGenerateHousehold,        StepId::kGenerateSample,
                                     StepId::kGeneratePersonDemography, StepId::kGeneratePersonEducation,
-                                    StepId::kGeneratePersonIncome, StepId::kGenerateCitizenshipAreas};
+                                    StepId::kGeneratePersonIncome,     StepId::kGenerateCitizenshipAreas};
     write_options.provenance = io::make_provenance(context.command_line(), "");
     write_options.provenance.step_fingerprint =
         step_fingerprint({"", "generate census", step.parameters, draws, seed.fingerprint(), {}});
@@ -184,10 +191,11 @@ class GenerateCommand final : public CommandStep {
     report.add_output(flags.output, OutputKind::kData);
     report.write(comm, flags.report);
     if (!comm.is_coordinator()) return;
-    spdlog::info("generate census: {} households, {} persons; {} rows ({} households) written in {:.1f} s "
-                 "({:.0f} persons/s; generation {:.1f} s, write {:.1f} s)",
-                 flags.households, layout.persons(), layout.rows(), layout.sample_households(), step.seconds,
-                 step.results["persons_per_second"].get<double>(), generate_seconds, write_seconds);
+    spdlog::info(
+        "generate census: {} households, {} persons; {} rows ({} households) written in {:.1f} s "
+        "({:.0f} persons/s; generation {:.1f} s, write {:.1f} s)",
+        flags.households, layout.persons(), layout.rows(), layout.sample_households(), step.seconds,
+        step.results["persons_per_second"].get<double>(), generate_seconds, write_seconds);
   }
 
   CLI::App* seed_ = nullptr;

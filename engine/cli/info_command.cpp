@@ -2,8 +2,8 @@
 // block of one variable at a time, so that it can count missing values and validate the file with the
 // same checks (and the same errors) as every command that reads it, in memory bounded by one block.
 
-#include <nlohmann/json.hpp>
 #include <spdlog/spdlog.h>
+#include <nlohmann/json.hpp>
 
 #include <algorithm>
 #include <cstdint>
@@ -68,8 +68,8 @@ nlohmann::ordered_json to_json(const io::FileSummary& summary, const std::vector
     entry["role"] = to_string(info.role);
     entry["geography_level"] =
         info.role == VariableRole::kGeography ? nlohmann::ordered_json(info.geography_level) : nlohmann::ordered_json();
-    entry["levels"] = info.type == VariableType::kCategorical ? nlohmann::ordered_json(info.levels.size())
-                                                              : nlohmann::ordered_json();
+    entry["levels"] =
+        info.type == VariableType::kCategorical ? nlohmann::ordered_json(info.levels.size()) : nlohmann::ordered_json();
     entry["missing"] = variable.missing;
     out["variables"].push_back(std::move(entry));
   }

@@ -2,10 +2,10 @@
 // is the only place that catches errors: each error type leaves with its exit code
 // (docs/exit-codes.md) after its message is printed once.
 
-#include <CLI/CLI.hpp>
 #include <spdlog/spdlog.h>
 #include <tbb/global_control.h>
 #include <tbb/info.h>
+#include <CLI/CLI.hpp>
 
 #include <cstdio>
 #include <iostream>
@@ -73,8 +73,8 @@ std::string unknown_word_message(const CLI::App& root, int argc, char** argv) {
       known += (known.empty() ? "" : ", ") + sub->get_name();
     }
     if (next == nullptr)
-      return "unknown command '" + arg + "'; the commands" + (chain.size() > 1 ? " of 'sdc " + current->get_name() + "'" : std::string()) +
-             " are " + known;
+      return "unknown command '" + arg + "'; the commands" +
+             (chain.size() > 1 ? " of 'sdc " + current->get_name() + "'" : std::string()) + " are " + known;
     chain.push_back(next);
   }
   return {};
@@ -119,7 +119,8 @@ int main(int argc, char** argv) {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     // Every rank parses the same command line; one message (or help text) is enough.
-    if (comm.rank() != 0) return e.get_exit_code() == static_cast<int>(CLI::ExitCodes::Success) ? 0 : static_cast<int>(ExitCode::kUsage);
+    if (comm.rank() != 0)
+      return e.get_exit_code() == static_cast<int>(CLI::ExitCodes::Success) ? 0 : static_cast<int>(ExitCode::kUsage);
     if (e.get_exit_code() == static_cast<int>(CLI::ExitCodes::Success)) return app.exit(e);
     if (const auto unknown = unknown_word_message(app, argc, argv); !unknown.empty())
       return fail(ExitCode::kUsage, unknown + " (run 'sdc --help')");
@@ -150,7 +151,8 @@ int main(int argc, char** argv) {
       if (sub->parsed()) {
         // One rule for every command and job, before anything is opened for writing.
         std::vector<io::PathUse> paths = command->path_uses();
-        if (global.log_file) paths.push_back({"--log-file", *global.log_file, io::PathAccess::kWrite, io::kWholeRunStage});
+        if (global.log_file)
+          paths.push_back({"--log-file", *global.log_file, io::PathAccess::kWrite, io::kWholeRunStage});
         io::check_path_safety(paths);
         // Outputs that cannot be written fail now, not after the work: a single command's directories
         // must exist (a job makes its output directory).

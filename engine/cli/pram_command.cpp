@@ -11,8 +11,9 @@ class PramCommand final : public Command {
  public:
   CLI::App* add_to(CLI::App& parent) override {
     auto* app = parent.add_subcommand(
-        "pram", "post-randomisation (PRAM) of categorical variables: each record's category is redrawn from a row of "
-                "a transition matrix (docs/pram.md)");
+        "pram",
+        "post-randomisation (PRAM) of categorical variables: each record's category is redrawn from a row of "
+        "a transition matrix (docs/pram.md)");
     add_input_option(*app, paths_, options_.input);
     add_output_option(*app, paths_, options_.output);
     add_report_option(*app, paths_, options_.report);
@@ -47,7 +48,8 @@ class PramCommand final : public Command {
     paths_.declare("--matrix-file", io::PathAccess::kRead, [this] {
       std::vector<std::filesystem::path> files;
       for (const auto& entry : options_.matrix_files)
-        if (const auto equals = entry.find('='); equals != std::string::npos) files.emplace_back(entry.substr(equals + 1));
+        if (const auto equals = entry.find('='); equals != std::string::npos)
+          files.emplace_back(entry.substr(equals + 1));
       return files;
     });
     app->add_option("--matrix-tolerance", options_.matrix_tolerance,
@@ -63,7 +65,8 @@ class PramCommand final : public Command {
         ->check(CLI::PositiveNumber)
         ->type_name("TAU");
     add_seed_option(*app, paths_, options_.seed_file);
-    app->add_option("--filters", options_.filters, "HDF5 filters of the output: none, shuffle, deflate=N or shuffle,deflate=N");
+    app->add_option("--filters", options_.filters,
+                    "HDF5 filters of the output: none, shuffle, deflate=N or shuffle,deflate=N");
     app->add_flag("--resume", options_.resume,
                   "skip the step when the output exists and was made from the same input, parameters and seed");
     return app;

@@ -13,12 +13,14 @@ class RiskCommand final : public Command {
  public:
   CLI::App* add_to(CLI::App& parent) override {
     auto* app = parent.add_subcommand(
-        "risk", "disclosure risk of key variables: fk, fk_weighted (Fk), k-anonymity, individual, household and "
-                "global risk, l-diversity");
+        "risk",
+        "disclosure risk of key variables: fk, fk_weighted (Fk), k-anonymity, individual, household and "
+        "global risk, l-diversity");
     add_input_option(*app, paths_, options_.input);
     add_output_option(*app, paths_, options_.output);
     add_report_option(*app, paths_, options_.report);
-    add_variable_list_option(*app, "--keys", options_.keys, "categorical key variables (quasi-identifiers)")->required();
+    add_variable_list_option(*app, "--keys", options_.keys, "categorical key variables (quasi-identifiers)")
+        ->required();
     app->add_option("--weight", options_.weight,
                     "sampling weight variable; without it fk_weighted equals fk and the individual risk is 1/fk")
         ->type_name("VAR");
@@ -66,7 +68,8 @@ class RiskCommand final : public Command {
         ->type_name("C");
     for (auto& measure : measures_) measure->add_options(*app, paths_);
     add_seed_option(*app, paths_, options_.seed_file);
-    app->add_option("--filters", options_.filters, "HDF5 filters of the output: none, shuffle, deflate=N or shuffle,deflate=N");
+    app->add_option("--filters", options_.filters,
+                    "HDF5 filters of the output: none, shuffle, deflate=N or shuffle,deflate=N");
     app->add_flag("--resume", options_.resume,
                   "skip the step when the output exists and was made from the same input, parameters and seed");
     return app;

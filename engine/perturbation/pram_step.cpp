@@ -19,11 +19,11 @@
 
 #include "distributed/compose/pram.h"
 #include "engine/checkpoint.h"
-#include "engine/perturbation/pram_step.h"
 #include "engine/partitioned_table.h"
-#include "engine/table_step.h"
+#include "engine/perturbation/pram_step.h"
 #include "engine/report/run_report.h"
 #include "engine/report/small_counts.h"
+#include "engine/table_step.h"
 #include "io/csv.h"
 #include "io/input_file.h"
 #include "io/seed.h"
@@ -82,10 +82,14 @@ MatrixSpec parse_matrix_spec(const std::string& text) {
   spec.text = text;
   const std::string usage = "--matrix: expected reference, nE:P, nB:P:B or nF:P, got '" + text + "'";
   if (parts.size() == 1 && parts[0] == "reference") return spec;
-  if (parts.size() == 2 && parts[0] == "nE") spec.kind = MatrixKind::kEqual;
-  else if (parts.size() == 3 && parts[0] == "nB") spec.kind = MatrixKind::kBand;
-  else if (parts.size() == 2 && parts[0] == "nF") spec.kind = MatrixKind::kFrequency;
-  else throw UsageError(usage);
+  if (parts.size() == 2 && parts[0] == "nE")
+    spec.kind = MatrixKind::kEqual;
+  else if (parts.size() == 3 && parts[0] == "nB")
+    spec.kind = MatrixKind::kBand;
+  else if (parts.size() == 2 && parts[0] == "nF")
+    spec.kind = MatrixKind::kFrequency;
+  else
+    throw UsageError(usage);
   spec.p = parse_probability(parts[1], "--matrix");
   if (spec.kind == MatrixKind::kBand) {
     std::int64_t band = 0;
@@ -108,7 +112,8 @@ std::map<std::string, std::string> parse_assignments(const std::vector<std::stri
     const std::string name = entry.substr(0, eq);
     if (std::find(variables.begin(), variables.end(), name) == variables.end())
       throw UsageError(flag + ": variable '" + name + "' is not one of --variables");
-    if (!out.emplace(name, entry.substr(eq + 1)).second) throw UsageError(flag + ": variable '" + name + "' given twice");
+    if (!out.emplace(name, entry.substr(eq + 1)).second)
+      throw UsageError(flag + ": variable '" + name + "' given twice");
   }
   return out;
 }
@@ -116,7 +121,8 @@ std::map<std::string, std::string> parse_assignments(const std::vector<std::stri
 /// A user matrix file (docs/pram.md): a CSV whose header names the released categories and whose rows
 /// start with the original category; labels are the variable's levels, each once, in any order.
 /// Returns the matrix in the variable's level order. Errors name the file, the line and the label.
-PramMatrix read_matrix_file(const std::filesystem::path& path, const VariableInfo& variable, std::optional<double> tolerance) {
+PramMatrix read_matrix_file(const std::filesystem::path& path, const VariableInfo& variable,
+                            std::optional<double> tolerance) {
   const std::vector<io::CsvRecord> records = io::read_csv_records(path, "--matrix-file");
   const std::string where = path.string();
   const auto& levels = variable.levels;
@@ -124,13 +130,14 @@ PramMatrix read_matrix_file(const std::filesystem::path& path, const VariableInf
   // Hand-written matrices align their columns with blanks: a label or number is read without them.
   const auto trimmed = [](const std::string& field) {
     const auto first = field.find_first_not_of(" \t\r");
-    return first == std::string::npos ? std::string() : field.substr(first, field.find_last_not_of(" \t\r") - first + 1);
+    return first == std::string::npos ? std::string()
+                                      : field.substr(first, field.find_last_not_of(" \t\r") - first + 1);
   };
   const auto level_of = [&](const std::string& label, std::int64_t line) {
     const auto it = std::find(levels.begin(), levels.end(), label);
     if (it == levels.end())
-      throw InvalidInput(where + ": line " + std::to_string(line) + ": label '" + label + "' is not a level of variable '" +
-                         variable.name + "'");
+      throw InvalidInput(where + ": line " + std::to_string(line) + ": label '" + label +
+                         "' is not a level of variable '" + variable.name + "'");
     return static_cast<Eigen::Index>(it - levels.begin());
   };
   if (records.empty()) throw InvalidInput(where + ": the file is empty");
@@ -177,7 +184,9 @@ PramMatrix read_matrix_file(const std::filesystem::path& path, const VariableInf
   return matrix;
 }
 
-nlohmann::json number_or_null(double value) { return std::isfinite(value) ? nlohmann::json(value) : nlohmann::json(nullptr); }
+nlohmann::json number_or_null(double value) {
+  return std::isfinite(value) ? nlohmann::json(value) : nlohmann::json(nullptr);
+}
 
 nlohmann::json matrix_json(const PramMatrix& m) {
   if (m.rows() > kMaxPrintedCategories) return nullptr;
@@ -220,12 +229,14 @@ class PramStepImpl final : public PramStep {
     // A user matrix is a parameter: its content, not only its path, identifies the step.
     nlohmann::json identity = step.parameters;
     for (const auto& [name, file] : flags.matrix_files) {
-      identity["matrix-file-sha256"][name] = io::sha256_hex(io::read_input_file(file, "--matrix-file", io::kMaxTextInputBytes));
+      identity["matrix-file-sha256"][name] =
+          io::sha256_hex(io::read_input_file(file, "--matrix-file", io::kMaxTextInputBytes));
     }
     PhaseClock clock("pram", comm.is_coordinator());
-    OpenedTable opened = open_table_step(comm, context, options.input, std::nullopt,
-                                         {"", "pram", identity, {StepId::kPramMatrix, StepId::kPram}, seed.fingerprint(), {}},
-                                         write_options, clock, OutputRelease::kMasked);
+    OpenedTable opened =
+        open_table_step(comm, context, options.input, std::nullopt,
+                        {"", "pram", identity, {StepId::kPramMatrix, StepId::kPram}, seed.fingerprint(), {}},
+                        write_options, clock, OutputRelease::kMasked);
     if (auto earlier = resumable_step_results(comm, options.resume, options.output, opened.fingerprint)) {
       timer.stop();
       record_resumed_step(step, std::move(*earlier));
@@ -267,8 +278,8 @@ class PramStepImpl final : public PramStep {
       column->mutable_storage() = std::move(released);
     }
 
-    const auto records_changed = comm.all_reduce_sum(
-        static_cast<std::int64_t>(std::count(changed.begin(), changed.end(), std::uint8_t{1})));
+    const auto records_changed =
+        comm.all_reduce_sum(static_cast<std::int64_t>(std::count(changed.begin(), changed.end(), std::uint8_t{1})));
     step.results = {{"records", reported_count(part.summary.row_count, context.report_min_count)},
                     {"records_changed", reported_count(records_changed, context.report_min_count)},
                     {"strata", static_cast<std::int64_t>(strata.ids.size())},
@@ -292,7 +303,8 @@ class PramStepImpl final : public PramStep {
 
   void check_variables(const std::vector<VariableInfo>& available, std::vector<std::string>& problems) const override {
     const auto expect = [&](const std::string& name, const char* flag) {
-      const auto it = std::find_if(available.begin(), available.end(), [&](const VariableInfo& v) { return v.name == name; });
+      const auto it =
+          std::find_if(available.begin(), available.end(), [&](const VariableInfo& v) { return v.name == name; });
       if (it == available.end())
         problems.push_back(std::string(flag) + ": variable '" + name + "' is not in the step's input");
       else if (it->type != VariableType::kCategorical)
@@ -347,7 +359,8 @@ class PramStepImpl final : public PramStep {
             {"alpha", options.alpha},
             {"matrix", options.matrix},
             {"matrix-file", options.matrix_files},
-            {"matrix-tolerance", options.matrix_tolerance ? nlohmann::json(*options.matrix_tolerance) : nlohmann::json(nullptr)},
+            {"matrix-tolerance",
+             options.matrix_tolerance ? nlohmann::json(*options.matrix_tolerance) : nlohmann::json(nullptr)},
             {"invariant", options.invariant},
             {"risk-threshold", options.risk_threshold}};
   }
@@ -425,8 +438,10 @@ class PramStepImpl final : public PramStep {
     std::vector<ExactSum> variance(kk);
     bool estimable = k <= kMaxEstimatedCategories;
     if (!estimable)
-      warnings.push_back("variable '" + info.name + "': " + std::to_string(k) + " categories; the unbiased estimate "
-                         "and its variance are not computed above " + std::to_string(kMaxEstimatedCategories));
+      warnings.push_back("variable '" + info.name + "': " + std::to_string(k) +
+                         " categories; the unbiased estimate "
+                         "and its variance are not computed above " +
+                         std::to_string(kMaxEstimatedCategories));
     std::int64_t rare = 0;
     std::int64_t rare_safe = 0;
     std::int64_t strata_withheld = 0;
@@ -479,7 +494,8 @@ class PramStepImpl final : public PramStep {
       nlohmann::json values = nlohmann::json::array();
       const auto codes = distributed::pram_stratum_codes(strata.ids[s], std::span<const std::int32_t>(stratum_levels_));
       for (std::size_t j = 0; j < codes.size(); ++j)
-        values.push_back(codes[j] < 0 ? nlohmann::json(nullptr) : nlohmann::json(stratum_labels_[j][static_cast<std::size_t>(codes[j])]));
+        values.push_back(codes[j] < 0 ? nlohmann::json(nullptr)
+                                      : nlohmann::json(stratum_labels_[j][static_cast<std::size_t>(codes[j])]));
       strata_json.push_back({{"values", std::move(values)},
                              {"records", reported_count(records, min_count)},
                              {"records_changed", reported_count(changes[s], min_count)},

@@ -18,7 +18,8 @@ void StepTimer::stop() {
 RunReport::RunReport(const RunContext& context) : context_(context), started_utc_(io::utc_timestamp()) {}
 
 void RunReport::add_input(std::string name, const std::filesystem::path& path, std::int64_t rows, std::string digest) {
-  inputs_.push_back({{"name", std::move(name)}, {"path", path.string()}, {"rows", rows}, {"digest", std::move(digest)}});
+  inputs_.push_back(
+      {{"name", std::move(name)}, {"path", path.string()}, {"rows", rows}, {"digest", std::move(digest)}});
 }
 
 void RunReport::set_seed_fingerprint(std::string fingerprint) { seed_fingerprint_ = std::move(fingerprint); }

@@ -30,11 +30,16 @@ enum class Design { kDefault, kPoisson, kMultinomial, kCluster, kStratified };
 
 const char* design_name(Design design) {
   switch (design) {
-    case Design::kPoisson: return "poisson";
-    case Design::kMultinomial: return "multinomial";
-    case Design::kCluster: return "cluster";
-    case Design::kStratified: return "stratified";
-    case Design::kDefault: break;
+    case Design::kPoisson:
+      return "poisson";
+    case Design::kMultinomial:
+      return "multinomial";
+    case Design::kCluster:
+      return "cluster";
+    case Design::kStratified:
+      return "stratified";
+    case Design::kDefault:
+      break;
   }
   return "default";
 }
@@ -84,7 +89,6 @@ nlohmann::json summary_json(const ReplicateSummary& s, bool naive) {
 std::vector<double> as_doubles(const std::vector<std::uint64_t>& values) {
   return std::vector<double>(values.begin(), values.end());
 }
-
 
 class BootstrapMeasure final : public RiskMeasure {
  public:
@@ -155,7 +159,8 @@ class BootstrapMeasure final : public RiskMeasure {
   void check_variables(const std::vector<VariableInfo>& available, std::vector<std::string>& problems) const override {
     if (const std::string flags = flag_problem(); !flags.empty()) problems.push_back(flags);
     if (!strata_) return;
-    const auto it = std::find_if(available.begin(), available.end(), [&](const VariableInfo& v) { return v.name == *strata_; });
+    const auto it =
+        std::find_if(available.begin(), available.end(), [&](const VariableInfo& v) { return v.name == *strata_; });
     if (it == available.end())
       problems.push_back("bootstrap-strata: variable '" + *strata_ + "' is not in the step's input");
     else if (it->type != VariableType::kCategorical)
@@ -168,7 +173,8 @@ class BootstrapMeasure final : public RiskMeasure {
     SDC_CHECK(context.seed.has_value(), "the command supplies a seed to a measure that draws");
     const auto& comm = context.comm;
     const Design used = design();
-    const bool by_household = used == Design::kCluster || (used == Design::kStratified && !context.household_ids.empty());
+    const bool by_household =
+        used == Design::kCluster || (used == Design::kStratified && !context.household_ids.empty());
     const std::size_t n = context.table.row_count() < 0 ? 0 : static_cast<std::size_t>(context.table.row_count());
     const bool weighted = !context.weights.empty();
     if (weighted) check_weights(context);
@@ -206,9 +212,10 @@ class BootstrapMeasure final : public RiskMeasure {
 
     warn_about_design(context, used, output.warnings);
     if (comm.all_reduce_max(has_missing_key(context.keys) ? 1 : 0) != 0) {
-      output.warnings.push_back("bootstrap: a missing key value is a category of its own in the replicates (as with "
-                                "--missing category); with --missing wildcard the estimates are not the step's "
-                                "wildcard counts");
+      output.warnings.push_back(
+          "bootstrap: a missing key value is a category of its own in the replicates (as with "
+          "--missing category); with --missing wildcard the estimates are not the step's "
+          "wildcard counts");
     }
 
     const auto risk = distributed::distributed_replicate_risk(
@@ -243,7 +250,8 @@ class BootstrapMeasure final : public RiskMeasure {
       for (const auto& name : naive) names += (names.empty() ? "" : ", ") + name;
       output.warnings.push_back(
           "bootstrap: naive bootstrap of a uniqueness measure is biased: uniques survive a replicate with probability "
-          "0.368; use a parametric bootstrap (reported with \"naive\": true: " + names + ")");
+          "0.368; use a parametric bootstrap (reported with \"naive\": true: " +
+          names + ")");
     }
 
     output.results = {{"replicates", replicates_},
@@ -276,8 +284,7 @@ class BootstrapMeasure final : public RiskMeasure {
     const Design used = design();
     if (used == Design::kCluster && !household_given())
       return "--bootstrap-design cluster resamples whole households: give --household VAR";
-    if (used == Design::kStratified && !strata_)
-      return "--bootstrap-design stratified needs --bootstrap-strata VAR";
+    if (used == Design::kStratified && !strata_) return "--bootstrap-design stratified needs --bootstrap-strata VAR";
     if (strata_ && used != Design::kStratified)
       return "--bootstrap-strata applies to --bootstrap-design stratified, not " + std::string(design_name(used));
     return {};
@@ -311,8 +318,9 @@ class BootstrapMeasure final : public RiskMeasure {
     const Column* found = context.table.find(*strata_);
     if (found == nullptr || found->info().type != VariableType::kCategorical)
       throw InvalidInput(context.input_name + ": --bootstrap-strata: variable '" + *strata_ + "' " +
-                         (found == nullptr ? std::string("is not in the file")
-                                           : "is " + std::string(to_string(found->info().type)) + ", expected categorical"));
+                         (found == nullptr
+                              ? std::string("is not in the file")
+                              : "is " + std::string(to_string(found->info().type)) + ", expected categorical"));
     const Column& column = *found;
     const auto codes = column.codes();
     const auto strata = column.info().levels.size();
@@ -332,8 +340,9 @@ class BootstrapMeasure final : public RiskMeasure {
       if (new_unit) {
         unit_stratum.push_back(std::max(codes[i], 0));
       } else if (codes[i] != codes[i - 1] && !mixed) {
-        mixed = {at(i), where(i) + ": the stratum changes within a household; the stratified design resamples "
-                                   "whole households within strata (--bootstrap-strata with --household)"};
+        mixed = {at(i), where(i) +
+                            ": the stratum changes within a household; the stratified design resamples "
+                            "whole households within strata (--bootstrap-strata with --household)"};
       }
       record_unit[i] = static_cast<std::uint32_t>(unit_stratum.size() - 1);
     }

@@ -92,7 +92,8 @@ std::vector<std::vector<std::size_t>> parse_model(const std::string& flag, const
   }
   for (const std::string& term : split(text, '+')) {
     if (term.empty())
-      throw UsageError(flag + ": model '" + text + "' has an empty term (give independence, two-way or terms like a*b+b*c)");
+      throw UsageError(flag + ": model '" + text +
+                       "' has an empty term (give independence, two-way or terms like a*b+b*c)");
     std::vector<std::size_t> generator;
     for (const std::string& name : split(term, '*')) {
       const auto it = std::find(key_names.begin(), key_names.end(), name);
@@ -188,7 +189,8 @@ class LogLinearMeasure final : public RiskMeasure {
                    "which needs --weight)")
         ->check(CLI::Range(std::nextafter(0.0, 1.0), 1.0))
         ->type_name("PI");
-    app.add_option("--loglinear-bound", bound_, "compat mode: sdcMicro modRisk's bound, cells with f above B are left out")
+    app.add_option("--loglinear-bound", bound_,
+                   "compat mode: sdcMicro modRisk's bound, cells with f above B are left out")
         ->check(CLI::Range(1.0, std::numeric_limits<double>::max()))
         ->type_name("B");
     app.add_option("--loglinear-bootstrap", bootstrap_,
@@ -207,7 +209,9 @@ class LogLinearMeasure final : public RiskMeasure {
 
   nlohmann::json parameters() const override {
     check_options();
-    const auto optional_number = [](const std::optional<double>& v) { return v ? nlohmann::json(*v) : nlohmann::json(nullptr); };
+    const auto optional_number = [](const std::optional<double>& v) {
+      return v ? nlohmann::json(*v) : nlohmann::json(nullptr);
+    };
     nlohmann::json parameters = {{"loglinear", model_ ? nlohmann::json(*model_) : nlohmann::json(nullptr)},
                                  {"loglinear-sampling-fraction", optional_number(sampling_fraction_)},
                                  {"loglinear-bound", optional_number(bound_)}};
@@ -228,7 +232,8 @@ class LogLinearMeasure final : public RiskMeasure {
     return {continuous_variable(kRiskColumn), continuous_variable(kInverseColumn)};
   }
 
-  void check_variables(const std::vector<VariableInfo>& /*available*/, std::vector<std::string>& problems) const override {
+  void check_variables(const std::vector<VariableInfo>& /*available*/,
+                       std::vector<std::string>& problems) const override {
     try {
       check_options();
     } catch (const UsageError& error) {
@@ -248,27 +253,32 @@ class LogLinearMeasure final : public RiskMeasure {
   /// Problems with the flags alone (the same on every rank): UsageError naming the flag.
   void check_options() const {
     if (model_ && (select_ || candidates_))
-      throw UsageError("--loglinear MODEL and --loglinear-select/--loglinear-candidates exclude each other: give one model "
-                       "or the candidates to choose from");
+      throw UsageError(
+          "--loglinear MODEL and --loglinear-select/--loglinear-candidates exclude each other: give one model "
+          "or the candidates to choose from");
     if (candidates_ && !select_) throw UsageError("--loglinear-candidates needs --loglinear-select aic|bic");
     if (!model_ && !select_)
       throw UsageError("the --loglinear-... options need --loglinear MODEL (or --loglinear-select aic|bic)");
     if (confidence_ && !bootstrap_) throw UsageError("--loglinear-confidence needs --loglinear-bootstrap B");
     if (bootstrap_ && !sampling_fraction_)
-      throw UsageError("--loglinear-bootstrap needs --loglinear-sampling-fraction: the uniques of a replicate fall in "
-                       "cells the sample did not observe, which have no weights");
+      throw UsageError(
+          "--loglinear-bootstrap needs --loglinear-sampling-fraction: the uniques of a replicate fall in "
+          "cells the sample did not observe, which have no weights");
   }
 
   /// Problems that need the step's mode and weights (the same on every rank).
   void check_context(const RiskContext& context) const {
     const bool compat = context.mode == Mode::kCompat;
     if (compat && sampling_fraction_)
-      throw UsageError("--loglinear-sampling-fraction is for native mode; compat mode takes sdcMicro's inclusion "
-                       "probabilities sum(1/w) from --weight");
-    if (compat && bootstrap_) throw UsageError("--loglinear-bootstrap is for native mode (sdcMicro has no bootstrap of modRisk)");
+      throw UsageError(
+          "--loglinear-sampling-fraction is for native mode; compat mode takes sdcMicro's inclusion "
+          "probabilities sum(1/w) from --weight");
+    if (compat && bootstrap_)
+      throw UsageError("--loglinear-bootstrap is for native mode (sdcMicro has no bootstrap of modRisk)");
     if (!compat && bound_) throw UsageError("--loglinear-bound is sdcMicro's bound: give it with --mode compat");
     if (!compat && !sampling_fraction_ && context.weights.empty())
-      throw UsageError("--loglinear needs --weight (per-unique sampling fraction 1/weight) or --loglinear-sampling-fraction PI");
+      throw UsageError(
+          "--loglinear needs --weight (per-unique sampling fraction 1/weight) or --loglinear-sampling-fraction PI");
   }
 
   FittedModel fit_model(const RiskContext& context, const std::string& flag, const std::string& model,
@@ -310,8 +320,10 @@ FittedModel LogLinearMeasure::fit_model(const RiskContext& context, const std::s
   const LogLinearFitOptions options;
   const std::uint64_t streamed = loglinear_streamed_cells_per_sweep(out.spec, options);
   if (streamed > kStreamedCellsPerSweepLimit)
-    throw UsageError(flag + ": model '" + model_formula(out.spec, context.key_names) + "' is not decomposable enough: "
-                     "its fit would stream " + std::to_string(streamed) + " grid cells per sweep (limit 2^28 = " +
+    throw UsageError(flag + ": model '" + model_formula(out.spec, context.key_names) +
+                     "' is not decomposable enough: "
+                     "its fit would stream " +
+                     std::to_string(streamed) + " grid cells per sweep (limit 2^28 = " +
                      std::to_string(kStreamedCellsPerSweepLimit) + "); give fewer interactions or fewer keys");
   const MarginCounts margins = distributed::distributed_loglinear_margins(context.comm, out.spec, observed);
   out.fit = fit_loglinear(out.spec, margins, options);
@@ -381,8 +393,9 @@ void LogLinearMeasure::run(const RiskContext& context, RiskMeasureOutput& output
 
   // Weights the chosen convention cannot take, agreed over all ranks before anything else.
   if (compat && !context.weights.empty())
-    reject_first_row(context, records, [&](std::size_t i) { return !(context.weights[i] > 0.0); },
-                     "a zero weight has no inclusion probability 1/w (compat log-linear risk)");
+    reject_first_row(
+        context, records, [&](std::size_t i) { return !(context.weights[i] > 0.0); },
+        "a zero weight has no inclusion probability 1/w (compat log-linear risk)");
 
   // Keys on their observed levels (missing, when some rank has it, a level of its own).
   const distributed::ObservedKeys observed_keys = distributed::distributed_observed_keys(comm, context.keys);
@@ -401,12 +414,14 @@ void LogLinearMeasure::run(const RiskContext& context, RiskMeasureOutput& output
   } else if (observed_keys.has_missing) {
     counted_sizes = distributed::distributed_frequency_count(comm, context.keys, {}, 1).records.fk;
   }
-  const std::span<const double> class_size =
-      compat || observed_keys.has_missing ? std::span<const double>(counted_sizes) : std::span<const double>(context.frequencies.fk);
+  const std::span<const double> class_size = compat || observed_keys.has_missing
+                                                 ? std::span<const double>(counted_sizes)
+                                                 : std::span<const double>(context.frequencies.fk);
   if (!compat && !sampling_fraction_)
-    reject_first_row(context, records, [&](std::size_t i) { return class_size[i] == 1.0 && !(context.weights[i] >= 1.0); },
-                     "a sample unique with weight below 1 has no sampling fraction f/F = 1/w in (0, 1] (give "
-                     "--loglinear-sampling-fraction PI)");
+    reject_first_row(
+        context, records, [&](std::size_t i) { return class_size[i] == 1.0 && !(context.weights[i] >= 1.0); },
+        "a sample unique with weight below 1 has no sampling fraction f/F = 1/w in (0, 1] (give "
+        "--loglinear-sampling-fraction PI)");
   const std::vector<ClassSizeCount> sizes = distributed::distributed_class_sizes(comm, class_size);
 
   // The model: the one given, or the best candidate.
@@ -437,7 +452,8 @@ void LogLinearMeasure::run(const RiskContext& context, RiskMeasureOutput& output
   if (!chosen.fit.converged)
     output.warnings.push_back("the log-linear fit of " + model_formula(chosen.spec, context.key_names) +
                               " did not converge in " + std::to_string(chosen.fit.sweeps) +
-                              " sweeps (largest relative margin change " + std::to_string(chosen.fit.max_relative_change) + ")");
+                              " sweeps (largest relative margin change " +
+                              std::to_string(chosen.fit.max_relative_change) + ")");
 
   // Risk of the sample uniques: this rank's records with f = 1 are whole classes.
   const std::size_t m = context.keys.key_count();
@@ -484,7 +500,8 @@ void LogLinearMeasure::run(const RiskContext& context, RiskMeasureOutput& output
         if (inverse_weight_sum[i] == 1.0) unit_inclusion = 1;
       }
     }
-    for (const auto& [size, classes] : distributed::distributed_class_sizes(comm, class_size, kept)) partial.kept_classes += classes;
+    for (const auto& [size, classes] : distributed::distributed_class_sizes(comm, class_size, kept))
+      partial.kept_classes += classes;
     unit_inclusion = comm.all_reduce_max(unit_inclusion);
   }
   partial.unit_inclusion = unit_inclusion != 0;
@@ -506,7 +523,8 @@ void LogLinearMeasure::run(const RiskContext& context, RiskMeasureOutput& output
   } else {
     results["tau1"] = total.tau1;
     results["tau2"] = total.tau2;
-    results["sampling_fraction"] = sampling_fraction_ ? nlohmann::json(*sampling_fraction_) : nlohmann::json("per-unique 1/weight");
+    results["sampling_fraction"] =
+        sampling_fraction_ ? nlohmann::json(*sampling_fraction_) : nlohmann::json("per-unique 1/weight");
   }
   if (select_) {
     results["selected_by"] = *select_;
@@ -553,7 +571,8 @@ void LogLinearMeasure::run(const RiskContext& context, RiskMeasureOutput& output
                             {"tau1", summary_json(s1)},
                             {"tau2", summary_json(s2)}};
     if (not_converged > 0)
-      output.warnings.push_back(std::to_string(not_converged) + " bootstrap refits of the log-linear model did not converge");
+      output.warnings.push_back(std::to_string(not_converged) +
+                                " bootstrap refits of the log-linear model did not converge");
   }
 
   output.results = std::move(results);

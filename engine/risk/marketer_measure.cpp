@@ -54,10 +54,12 @@ class MarketerMeasure final : public RiskMeasure {
                            " (the external file must hold the step's key variables)");
       const auto& internal_levels = context.table.require(name).info().levels;
       std::unordered_map<std::string, std::int32_t> internal_code;
-      for (std::size_t l = 0; l < internal_levels.size(); ++l) internal_code.emplace(internal_levels[l], static_cast<std::int32_t>(l));
+      for (std::size_t l = 0; l < internal_levels.size(); ++l)
+        internal_code.emplace(internal_levels[l], static_cast<std::int32_t>(l));
       std::vector<std::int32_t> translate(column->info().levels.size(), -2);
       for (std::size_t l = 0; l < translate.size(); ++l)
-        if (auto it = internal_code.find(column->info().levels[l]); it != internal_code.end()) translate[l] = it->second;
+        if (auto it = internal_code.find(column->info().levels[l]); it != internal_code.end())
+          translate[l] = it->second;
       const auto source = column->codes();
       codes[k].resize(source.size());
       for (std::size_t i = 0; i < source.size(); ++i) {
@@ -79,7 +81,8 @@ class MarketerMeasure final : public RiskMeasure {
       external_keys.level_counts.push_back(context.keys.level_counts[k]);
     }
 
-    distributed::DistributedMarketerRisk result = distributed::distributed_marketer_risk(comm, context.keys, external_keys);
+    distributed::DistributedMarketerRisk result =
+        distributed::distributed_marketer_risk(comm, context.keys, external_keys);
     output.results = {{"external_records", external.summary.row_count},
                       {"external_records_unmatched", comm.all_reduce_sum(unmatched)},
                       {"classes", result.totals.classes},

@@ -54,14 +54,16 @@ const char* out_of_range_name(OutOfRangeCells policy) {
 class NbSmoothingMeasure final : public RiskMeasure {
  public:
   void add_options(CLI::App& app, PathFlags&) override {
-    auto* enable = app.add_flag("--nb-smoothing", enabled_,
-                                "Rinott-Shlomo negative-binomial smoothing risk of the sample uniques (columns nb_risk and "
-                                "nb_expected_inverse); needs --ordinal-keys and --weight or --nb-sampling-fraction");
+    auto* enable =
+        app.add_flag("--nb-smoothing", enabled_,
+                     "Rinott-Shlomo negative-binomial smoothing risk of the sample uniques (columns nb_risk and "
+                     "nb_expected_inverse); needs --ordinal-keys and --weight or --nb-sampling-fraction");
     add_variable_list_option(app, "--ordinal-keys", ordinal_keys_,
                              "with --nb-smoothing: the keys whose level order is their natural order (e.g. age); the "
                              "neighbourhood of a unique varies them and holds the other keys fixed")
         ->needs(enable);
-    app.add_option("--nb-radius", radius_, "with --nb-smoothing: c, the largest code distance on any ordinal key (default 2)")
+    app.add_option("--nb-radius", radius_,
+                   "with --nb-smoothing: c, the largest code distance on any ordinal key (default 2)")
         ->check(whole_number_in(1, kMaxCount))
         ->type_name("C")
         ->needs(enable);
@@ -70,16 +72,18 @@ class NbSmoothingMeasure final : public RiskMeasure {
         ->check(whole_number_in(1, kMaxCount))
         ->type_name("D")
         ->needs(enable);
-    app.add_option("--nb-degree", degree_,
-                   "with --nb-smoothing: t, the degree of the local log-mean polynomial in each ordinal key (default 2)")
+    app.add_option(
+           "--nb-degree", degree_,
+           "with --nb-smoothing: t, the degree of the local log-mean polynomial in each ordinal key (default 2)")
         ->check(whole_number_in(1, kMaxCount))
         ->type_name("T")
         ->needs(enable);
     const std::map<std::string, OutOfRangeCells> policies{{"zero", OutOfRangeCells::kIncludeAsZero},
                                                           {"exclude", OutOfRangeCells::kExclude}};
-    app.add_option("--nb-out-of-range", out_of_range_,
-                   "with --nb-smoothing: neighbours beyond an ordinal key's levels count as cells with f = 0 (zero, the "
-                   "paper's choice) or are left out (exclude)")
+    app.add_option(
+           "--nb-out-of-range", out_of_range_,
+           "with --nb-smoothing: neighbours beyond an ordinal key's levels count as cells with f = 0 (zero, the "
+           "paper's choice) or are left out (exclude)")
         ->transform(CLI::CheckedTransformer(policies, CLI::ignore_case))
         ->type_name("zero|exclude")
         ->needs(enable);
@@ -94,13 +98,14 @@ class NbSmoothingMeasure final : public RiskMeasure {
   bool enabled() const override { return enabled_; }
 
   nlohmann::json parameters() const override {
-    return {{"nb-smoothing", true},
-            {"ordinal-keys", ordinal_keys_},
-            {"nb-radius", radius_},
-            {"nb-l1-radius", l1_radius_ ? nlohmann::json(*l1_radius_) : nlohmann::json(nullptr)},
-            {"nb-degree", degree_},
-            {"nb-out-of-range", out_of_range_name(out_of_range_)},
-            {"nb-sampling-fraction", sampling_fraction_ ? nlohmann::json(*sampling_fraction_) : nlohmann::json(nullptr)}};
+    return {
+        {"nb-smoothing", true},
+        {"ordinal-keys", ordinal_keys_},
+        {"nb-radius", radius_},
+        {"nb-l1-radius", l1_radius_ ? nlohmann::json(*l1_radius_) : nlohmann::json(nullptr)},
+        {"nb-degree", degree_},
+        {"nb-out-of-range", out_of_range_name(out_of_range_)},
+        {"nb-sampling-fraction", sampling_fraction_ ? nlohmann::json(*sampling_fraction_) : nlohmann::json(nullptr)}};
   }
 
   std::string result_key() const override { return "nb_smoothing"; }
@@ -111,7 +116,8 @@ class NbSmoothingMeasure final : public RiskMeasure {
 
   void check_variables(const std::vector<VariableInfo>& available, std::vector<std::string>& problems) const override {
     for (const auto& name : ordinal_keys_) {
-      const auto it = std::find_if(available.begin(), available.end(), [&](const VariableInfo& v) { return v.name == name; });
+      const auto it =
+          std::find_if(available.begin(), available.end(), [&](const VariableInfo& v) { return v.name == name; });
       if (it == available.end())
         problems.push_back("ordinal-keys: variable '" + name + "' is not in the step's input");
       else if (it->type != VariableType::kCategorical)
@@ -126,8 +132,9 @@ class NbSmoothingMeasure final : public RiskMeasure {
     // A rank without records has no weights either: whether the step has weights is agreed.
     const bool weighted = context.comm.all_reduce_max(context.weights.empty() ? 0 : 1) == 1;
     if (!weighted && !sampling_fraction_)
-      throw UsageError("--nb-smoothing needs the sampling fraction of the sample uniques: give --weight (pi = 1/F) or "
-                       "--nb-sampling-fraction PI");
+      throw UsageError(
+          "--nb-smoothing needs the sampling fraction of the sample uniques: give --weight (pi = 1/F) or "
+          "--nb-sampling-fraction PI");
     if (degree_ > 2 * radius_)
       throw InvalidJob("--nb-degree " + std::to_string(degree_) + " exceeds 2 x --nb-radius (" +
                        std::to_string(2 * radius_) + "): an ordinal key takes only " + std::to_string(2 * radius_ + 1) +
@@ -161,13 +168,15 @@ class NbSmoothingMeasure final : public RiskMeasure {
     input.options.sup_radius = static_cast<std::int32_t>(radius_);
     // A d beyond v·c cuts nothing from the sup-norm ball.
     if (l1_radius_)
-      input.options.l1_radius =
-          static_cast<std::int32_t>(std::min<std::int64_t>(*l1_radius_, static_cast<std::int64_t>(ordinal.size()) * radius_));
+      input.options.l1_radius = static_cast<std::int32_t>(
+          std::min<std::int64_t>(*l1_radius_, static_cast<std::int64_t>(ordinal.size()) * radius_));
     input.options.polynomial_degree = static_cast<std::int32_t>(degree_);
     input.options.out_of_range = out_of_range_;
     if (fixed_names.empty() && context.comm.is_coordinator() && context.comm.size() > 1)
-      spdlog::info("risk: NB smoothing without fixed keys: the ranks split the codes of '{}' and exchange a halo of "
-                   "width {}", context.key_names[ordinal.front()], radius_);
+      spdlog::info(
+          "risk: NB smoothing without fixed keys: the ranks split the codes of '{}' and exchange a halo of "
+          "width {}",
+          context.key_names[ordinal.front()], radius_);
 
     distributed::DistributedNbSmoothing result = distributed::distributed_nb_smoothing(context.comm, input);
 
@@ -185,13 +194,14 @@ class NbSmoothingMeasure final : public RiskMeasure {
         {"tau1", totals.tau1},
         {"tau2", totals.tau2},
         {"fits_not_converged", totals.not_converged},
-        {"mean_iterations", totals.sample_uniques > 0 ? static_cast<double>(result.iterations) /
-                                                            static_cast<double>(totals.sample_uniques)
-                                                      : 0.0}};
+        {"mean_iterations", totals.sample_uniques > 0
+                                ? static_cast<double>(result.iterations) / static_cast<double>(totals.sample_uniques)
+                                : 0.0}};
     if (totals.not_converged > 0)
       output.warnings.push_back("NB smoothing: " + std::to_string(totals.not_converged) +
                                 " local fits stopped at the iteration limit; their last iterate is used");
-    output.columns.push_back(Column::continuous(continuous_variable(kRiskColumn), std::move(result.unique_probability)));
+    output.columns.push_back(
+        Column::continuous(continuous_variable(kRiskColumn), std::move(result.unique_probability)));
     output.columns.push_back(
         Column::continuous(continuous_variable(kExpectedInverseColumn), std::move(result.expected_inverse)));
   }
@@ -206,8 +216,7 @@ class NbSmoothingMeasure final : public RiskMeasure {
     for (const auto& name : ordinal_keys_) {
       if (!seen.insert(name).second) throw UsageError("--ordinal-keys: variable '" + name + "' is given twice");
       const auto it = std::find(key_names.begin(), key_names.end(), name);
-      if (it == key_names.end())
-        throw UsageError("--ordinal-keys: variable '" + name + "' is not one of the --keys");
+      if (it == key_names.end()) throw UsageError("--ordinal-keys: variable '" + name + "' is not one of the --keys");
       positions.push_back(static_cast<std::size_t>(it - key_names.begin()));
     }
     return positions;
@@ -223,7 +232,8 @@ class NbSmoothingMeasure final : public RiskMeasure {
       if (it == codes.end()) continue;
       const std::int64_t row = context.table.first_row_id() + (it - codes.begin());
       if (!problem || row < problem->row)
-        problem = {row, context.input_name + ": variable '" + context.key_names[j] + "', row id " + std::to_string(row) +
+        problem = {row, context.input_name + ": variable '" + context.key_names[j] + "', row id " +
+                            std::to_string(row) +
                             ": missing value in an ordinal key of --nb-smoothing (ordinal keys must be complete)"};
     }
     distributed::throw_first_row_problem(context.comm, problem);

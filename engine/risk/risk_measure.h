@@ -35,15 +35,15 @@ struct RiskContext {
   const Table& table;             ///< this rank's records (whole households)
   const KeyColumns& keys;
   const std::vector<std::string>& key_names;
-  std::span<const double> weights;             ///< empty when the step has no weight
+  std::span<const double> weights;              ///< empty when the step has no weight
   std::span<const std::int64_t> household_ids;  ///< empty when the step has no household variable
-  const RecordFrequencies& frequencies;        ///< fk and fk_weighted of this rank's records
-  std::span<const double> individual_risk;     ///< Benedetti–Franconi risk of this rank's records
+  const RecordFrequencies& frequencies;         ///< fk and fk_weighted of this rank's records
+  std::span<const double> individual_risk;      ///< Benedetti–Franconi risk of this rank's records
   Mode mode;
-  std::optional<std::uint64_t> seed;  ///< set when some enabled measure needs one
+  std::optional<std::uint64_t> seed;                     ///< set when some enabled measure needs one
   const IndividualRiskOptions& individual_risk_options;  ///< as the step computed individual_risk
-  std::int64_t k_anonymity;                             ///< the step's k
-  const std::optional<std::string>& weight_name;        ///< the weight variable, when the step has one
+  std::int64_t k_anonymity;                              ///< the step's k
+  const std::optional<std::string>& weight_name;         ///< the weight variable, when the step has one
   std::int64_t report_min_count;  ///< the small-count rule of the report (engine/report/small_counts.h)
 };
 
@@ -69,7 +69,8 @@ class RiskMeasure {
   virtual std::string result_key() const = 0;
   virtual std::vector<VariableInfo> added_variables() const = 0;
   /// Problems with the variables the step will see (job checks before anything runs).
-  virtual void check_variables(const std::vector<VariableInfo>& /*available*/, std::vector<std::string>& /*problems*/) const {}
+  virtual void check_variables(const std::vector<VariableInfo>& /*available*/,
+                               std::vector<std::string>& /*problems*/) const {}
   /// Problems with the measure's options given the step's number of key variables; found before any
   /// data is read (and, in a job, before anything runs).
   virtual void check_parameters(std::size_t /*key_count*/, std::vector<std::string>& /*problems*/) const {}

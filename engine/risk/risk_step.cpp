@@ -44,7 +44,9 @@ std::vector<std::int64_t> reported_ks(std::int64_t k) {
 /// The probabilities of the report's individual-risk quantiles.
 constexpr double kRiskQuantiles[] = {0.0, 0.25, 0.5, 0.75, 0.9, 0.99, 1.0};
 
-std::string l_column(const std::string& measure, const std::string& sensitive) { return "l_" + measure + "." + sensitive; }
+std::string l_column(const std::string& measure, const std::string& sensitive) {
+  return "l_" + measure + "." + sensitive;
+}
 
 VariableInfo new_variable(std::string name, VariableType type, std::vector<std::string> levels = {}) {
   VariableInfo variable;
@@ -86,8 +88,9 @@ IndividualRiskResult record_individual_risk(std::span<const double> fk, std::spa
   tbb::parallel_for(std::size_t{0}, blocks, [&](std::size_t b) {
     const std::size_t begin = b * kBlock;
     const std::size_t size = std::min(kBlock, fk.size() - begin);
-    parts[b] = individual_risk(fk.subspan(begin, size),
-                               options.weighted ? fk_weighted.subspan(begin, size) : std::span<const double>(), options);
+    parts[b] =
+        individual_risk(fk.subspan(begin, size),
+                        options.weighted ? fk_weighted.subspan(begin, size) : std::span<const double>(), options);
   });
   IndividualRiskResult result;
   result.risk.reserve(fk.size());
@@ -204,8 +207,8 @@ class RiskStepImpl final : public RiskStep {
     individual_json["quantiles"] = risk_quantiles(comm, risk);
     step.results["individual_risk"] = individual_json;
 
-    const bool risks_are_numbers = comm.all_reduce_sum(static_cast<std::int64_t>(
-                                       std::count_if(risk.begin(), risk.end(), [](double r) { return std::isnan(r); }))) == 0;
+    const bool risks_are_numbers = comm.all_reduce_sum(static_cast<std::int64_t>(std::count_if(
+                                       risk.begin(), risk.end(), [](double r) { return std::isnan(r); }))) == 0;
     std::vector<std::int32_t> above(risk.size(), 0);
     if (risks_are_numbers) {
       const RiskThreshold threshold = distributed::distributed_risk_threshold(comm, risk, options.global_risk_target);
@@ -220,8 +223,9 @@ class RiskStepImpl final : public RiskStep {
           {"already_safe", threshold.already_safe},
           {"records_above", comm.all_reduce_sum(records_above)}};
     } else {
-      step.warnings.push_back("some individual risks are not numbers (compat mode with weights below 1): no risk "
-                              "threshold is computed");
+      step.warnings.push_back(
+          "some individual risks are not numbers (compat mode with weights below 1): no risk "
+          "threshold is computed");
     }
     clock.lap("global risk and threshold");
 
@@ -249,10 +253,12 @@ class RiskStepImpl final : public RiskStep {
                       {"records_distinct_below_l", l.records_distinct_below}};
       std::vector<double> distinct(l.records.distinct.begin(), l.records.distinct.end());
       std::vector<double> recursive(l.records.recursive.begin(), l.records.recursive.end());
-      l_columns.push_back(Column::continuous(new_variable(l_column("distinct", name), VariableType::kContinuous), std::move(distinct)));
+      l_columns.push_back(
+          Column::continuous(new_variable(l_column("distinct", name), VariableType::kContinuous), std::move(distinct)));
       l_columns.push_back(Column::continuous(new_variable(l_column("entropy", name), VariableType::kContinuous),
                                              std::vector<double>(l.records.entropy)));
-      l_columns.push_back(Column::continuous(new_variable(l_column("recursive", name), VariableType::kContinuous), std::move(recursive)));
+      l_columns.push_back(Column::continuous(new_variable(l_column("recursive", name), VariableType::kContinuous),
+                                             std::move(recursive)));
     }
     if (!options.sensitive.empty()) {
       step.results["l_diversity"] = l_json;
@@ -260,8 +266,9 @@ class RiskStepImpl final : public RiskStep {
     }
 
     std::vector<Column> measure_columns;
-    const std::span<const std::int64_t> household_ids =
-        options.household ? table.require(*options.household, VariableType::kId).ids() : std::span<const std::int64_t>();
+    const std::span<const std::int64_t> household_ids = options.household
+                                                            ? table.require(*options.household, VariableType::kId).ids()
+                                                            : std::span<const std::int64_t>();
     const std::string input_name = options.input.string();
     const RiskContext measure_context{.comm = comm,
                                       .input_name = input_name,
@@ -288,13 +295,19 @@ class RiskStepImpl final : public RiskStep {
       clock.lap(measure->result_key().c_str());
     }
 
-    added.push_back(Column::continuous(new_variable(kFk, VariableType::kContinuous), std::move(frequencies.records.fk)));
+    added.push_back(
+        Column::continuous(new_variable(kFk, VariableType::kContinuous), std::move(frequencies.records.fk)));
     added.push_back(Column::continuous(new_variable(kFkWeighted, VariableType::kContinuous),
                                        std::move(frequencies.records.fk_weighted)));
-    added.push_back(Column::categorical(new_variable(kViolation, VariableType::kCategorical, {"false", "true"}), std::move(violates)));
-    added.push_back(Column::continuous(new_variable(kIndividualRisk, VariableType::kContinuous), std::move(individual.risk)));
-    added.push_back(Column::categorical(new_variable(kAboveThreshold, VariableType::kCategorical, {"false", "true"}), std::move(above)));
-    if (household) added.push_back(Column::continuous(new_variable(kHouseholdRisk, VariableType::kContinuous), std::move(*household)));
+    added.push_back(Column::categorical(new_variable(kViolation, VariableType::kCategorical, {"false", "true"}),
+                                        std::move(violates)));
+    added.push_back(
+        Column::continuous(new_variable(kIndividualRisk, VariableType::kContinuous), std::move(individual.risk)));
+    added.push_back(Column::categorical(new_variable(kAboveThreshold, VariableType::kCategorical, {"false", "true"}),
+                                        std::move(above)));
+    if (household)
+      added.push_back(
+          Column::continuous(new_variable(kHouseholdRisk, VariableType::kContinuous), std::move(*household)));
     for (Column& column : l_columns) added.push_back(std::move(column));
     for (Column& column : measure_columns) added.push_back(std::move(column));
 
@@ -304,16 +317,18 @@ class RiskStepImpl final : public RiskStep {
     clock.lap("write");
     timer.stop();
     if (comm.is_coordinator())
-      spdlog::info("risk: {} records, {} equivalence classes, {} sample uniques, {} records in classes below k={}, "
-                   "{:.2f} expected re-identifications",
-                   summary.records, summary.classes, summary.sample_uniques, summary.records_below_k, summary.k,
-                   global.expected_reidentifications);
+      spdlog::info(
+          "risk: {} records, {} equivalence classes, {} sample uniques, {} records in classes below k={}, "
+          "{:.2f} expected re-identifications",
+          summary.records, summary.classes, summary.sample_uniques, summary.records_below_k, summary.k,
+          global.expected_reidentifications);
     finish_table_step(comm, report, options.input, opened, options.output, options.report);
   }
 
   void check_variables(const std::vector<VariableInfo>& available, std::vector<std::string>& problems) const override {
     const auto expect = [&](const std::string& name, VariableType type, const char* flag) {
-      const auto it = std::find_if(available.begin(), available.end(), [&](const VariableInfo& v) { return v.name == name; });
+      const auto it =
+          std::find_if(available.begin(), available.end(), [&](const VariableInfo& v) { return v.name == name; });
       if (it == available.end())
         problems.push_back(std::string(flag) + ": variable '" + name + "' is not in the step's input");
       else if (it->type != type)
@@ -357,21 +372,24 @@ class RiskStepImpl final : public RiskStep {
 
  private:
   nlohmann::json parameters() const {
-    const auto optional = [](const std::optional<std::string>& v) { return v ? nlohmann::json(*v) : nlohmann::json(nullptr); };
-    nlohmann::json parameters = {{"keys", options.keys},
-            {"weight", optional(options.weight)},
-            {"household", optional(options.household)},
-            {"k-anonymity", options.k_anonymity},
-            {"missing", options.missing == MissingKeys::kReject     ? "reject"
-                        : options.missing == MissingKeys::kCategory ? "category"
-                                                                     : "wildcard"},
-            {"risk-method", options.risk_method == IndividualRiskMethod::kExact ? "exact" : "approx"},
-            {"mode", options.mode == Mode::kCompat ? "compat" : "native"},
-            {"qual", options.qual},
-            {"global-risk-target", options.global_risk_target},
-            {"sensitive", options.sensitive},
-            {"l-diversity", options.l_diversity},
-            {"l-recursion-constant", options.l_recursion_constant}};
+    const auto optional = [](const std::optional<std::string>& v) {
+      return v ? nlohmann::json(*v) : nlohmann::json(nullptr);
+    };
+    nlohmann::json parameters = {
+        {"keys", options.keys},
+        {"weight", optional(options.weight)},
+        {"household", optional(options.household)},
+        {"k-anonymity", options.k_anonymity},
+        {"missing", options.missing == MissingKeys::kReject     ? "reject"
+                    : options.missing == MissingKeys::kCategory ? "category"
+                                                                : "wildcard"},
+        {"risk-method", options.risk_method == IndividualRiskMethod::kExact ? "exact" : "approx"},
+        {"mode", options.mode == Mode::kCompat ? "compat" : "native"},
+        {"qual", options.qual},
+        {"global-risk-target", options.global_risk_target},
+        {"sensitive", options.sensitive},
+        {"l-diversity", options.l_diversity},
+        {"l-recursion-constant", options.l_recursion_constant}};
     if (options.missing == MissingKeys::kWildcard) parameters["alpha"] = options.alpha;
     for (const auto& measure : measures)
       if (measure->enabled()) parameters.update(measure->parameters());
@@ -392,7 +410,8 @@ class RiskStepImpl final : public RiskStep {
     for (std::size_t i = 0; i < fk.size(); ++i) {
       if (!(fk[i] < static_cast<double>(ks.back()))) continue;
       const auto first = static_cast<std::size_t>(
-          std::upper_bound(ks.begin(), ks.end(), fk[i], [](double f, std::int64_t k) { return f < static_cast<double>(k); }) -
+          std::upper_bound(ks.begin(), ks.end(), fk[i],
+                           [](double f, std::int64_t k) { return f < static_cast<double>(k); }) -
           ks.begin());
       const auto size = static_cast<std::int64_t>(class_size[i]);
       if (size < kDenseSizes)
@@ -405,7 +424,8 @@ class RiskStepImpl final : public RiskStep {
         if (const std::int64_t records = dense[j * kDenseSizes + static_cast<std::size_t>(size)]; records > 0)
           counts[{j, size}] += records;
     std::vector<std::int64_t> flat;
-    for (const auto& [key, records] : counts) flat.insert(flat.end(), {static_cast<std::int64_t>(key.first), key.second, records});
+    for (const auto& [key, records] : counts)
+      flat.insert(flat.end(), {static_cast<std::int64_t>(key.first), key.second, records});
     std::map<std::pair<std::size_t, std::int64_t>, std::int64_t> total;
     for (const auto& part : comm.all_gather_bytes(std::as_bytes(std::span<const std::int64_t>(flat)))) {
       std::vector<std::int64_t> values(part.size() / sizeof(std::int64_t));
@@ -434,8 +454,9 @@ class RiskStepImpl final : public RiskStep {
     const SampleQuantiles quantiles = distributed::distributed_exact_quantiles(comm, risk, kRiskQuantiles);
     nlohmann::json out = nlohmann::json::array();
     for (std::size_t q = 0; q < quantiles.values.size(); ++q)
-      out.push_back({{"p", kRiskQuantiles[q]},
-                     {"value", std::isnan(quantiles.values[q]) ? nlohmann::json(nullptr) : nlohmann::json(quantiles.values[q])}});
+      out.push_back(
+          {{"p", kRiskQuantiles[q]},
+           {"value", std::isnan(quantiles.values[q]) ? nlohmann::json(nullptr) : nlohmann::json(quantiles.values[q])}});
     return out;
   }
 
@@ -450,11 +471,13 @@ class RiskStepImpl final : public RiskStep {
       const std::string where = options.input.string() + ": variable '" + options.weight.value_or("weight") +
                                 "', row id " + std::to_string(row) + ": ";
       problem = {row, std::isfinite(records.fk_weighted[i])
-                          ? where + "its class has a weighted count below its sample count (weights below 1), which "
-                                    "the individual risk model cannot take; give --mode compat to compute it as "
-                                    "sdcMicro does"
-                          : where + "the weights of its class add up to more than the largest floating-point number "
-                                    "(about 1.8e308); sampling weights are far smaller"};
+                          ? where +
+                                "its class has a weighted count below its sample count (weights below 1), which "
+                                "the individual risk model cannot take; give --mode compat to compute it as "
+                                "sdcMicro does"
+                          : where +
+                                "the weights of its class add up to more than the largest floating-point number "
+                                "(about 1.8e308); sampling weights are far smaller"};
     }
     distributed::throw_first_row_problem(comm, problem);
   }
@@ -464,8 +487,9 @@ class RiskStepImpl final : public RiskStep {
                                        std::vector<std::string>& warnings) {
     const std::int64_t records = comm.all_reduce_sum(individual.non_integer_zero_classes);
     if (records > 0)
-      warnings.push_back(std::to_string(records) +
-                         " records have a non-integer fk below 2 other than 1 and get individual risk 0, as in sdcMicro");
+      warnings.push_back(
+          std::to_string(records) +
+          " records have a non-integer fk below 2 other than 1 and get individual risk 0, as in sdcMicro");
   }
 
   /// Collective: the first missing key value over all ranks is an error naming its variable and row.

@@ -47,8 +47,7 @@ std::vector<double> to_row_major(const Matrix& m) {
   const auto d = static_cast<std::size_t>(m.rows());
   std::vector<double> out(d * d);
   for (std::size_t j = 0; j < d; ++j)
-    for (std::size_t k = 0; k < d; ++k)
-      out[j * d + k] = m(static_cast<Eigen::Index>(j), static_cast<Eigen::Index>(k));
+    for (std::size_t k = 0; k < d; ++k) out[j * d + k] = m(static_cast<Eigen::Index>(j), static_cast<Eigen::Index>(k));
   return out;
 }
 
@@ -188,7 +187,7 @@ double pooled_t2_of(std::uint64_t count_x, const Vector& difference, const Matri
 void check_pair(std::uint64_t count_x, std::size_t dimension_x, std::uint64_t count_y, std::size_t dimension_y) {
   if (dimension_x == 0 || dimension_x != dimension_y)
     throw ParameterError("DP mean test: samples X and Y must have the same number (at least one) of variables; X has " +
-                     std::to_string(dimension_x) + ", Y has " + std::to_string(dimension_y));
+                         std::to_string(dimension_x) + ", Y has " + std::to_string(dimension_y));
   if (count_x < 2 || count_y < 2) throw ParameterError("DP mean test: samples X and Y need at least two records each");
 }
 
@@ -344,7 +343,8 @@ PrivatizedMoments privatize_moments(const SampleMoments& moments, std::uint64_t 
   validate_dp_mean_test_options(options);
   const std::size_t d = moments.dimension();
   if (d == 0 || moments.covariance.size() != d * d || moments.count < 2)
-    throw ParameterError("DP mean test: a sample's moments need at least one variable, two records and a d × d covariance");
+    throw ParameterError(
+        "DP mean test: a sample's moments need at least one variable, two records and a d × d covariance");
   for (double value : moments.mean)
     if (!(std::fabs(value) <= options.bound))
       throw InvalidInput("DP mean test: a sample mean lies outside [-m, m]; the data exceed the bound m");
@@ -352,8 +352,8 @@ PrivatizedMoments privatize_moments(const SampleMoments& moments, std::uint64_t 
   PrivatizedMoments released;
   released.count = moments.count;
   released.mean = moments.mean;
-  add_laplace(rng, sample, DpDrawPurpose::kMeanNoise, kReleaseReplicate,
-              dp_mean_noise_scale(moments.count, d, options), released.mean);
+  add_laplace(rng, sample, DpDrawPurpose::kMeanNoise, kReleaseReplicate, dp_mean_noise_scale(moments.count, d, options),
+              released.mean);
   released.covariance = to_row_major(ed_covariance(moments, sample, options, rng));
   return released;
 }
@@ -387,9 +387,11 @@ void dp_bootstrap_replicates(const PrivatizedMoments& x, const PrivatizedMoments
     throw ParameterError("DP mean test: bootstrap replicates are numbered from 1 (0 is the released statistic)");
   const BootstrapPlan plan = make_bootstrap_plan(x, y, options);
   const RecordRng rng(options.seed, StepId::kDpMeanTest);
-  tbb::parallel_for(tbb::blocked_range<std::size_t>(0, out.size(), 16), [&](const tbb::blocked_range<std::size_t>& range) {
-    for (std::size_t i = range.begin(); i != range.end(); ++i) out[i] = bootstrap_replicate(plan, rng, first_replicate + i);
-  });
+  tbb::parallel_for(tbb::blocked_range<std::size_t>(0, out.size(), 16),
+                    [&](const tbb::blocked_range<std::size_t>& range) {
+                      for (std::size_t i = range.begin(); i != range.end(); ++i)
+                        out[i] = bootstrap_replicate(plan, rng, first_replicate + i);
+                    });
 }
 
 std::vector<double> dp_bootstrap_replicates(const PrivatizedMoments& x, const PrivatizedMoments& y,
@@ -521,7 +523,8 @@ std::uint64_t dp_level_study_trial_seed(std::uint64_t seed, std::uint64_t trial)
 DpLevelStudyResult dp_mean_test_level_study(const DpLevelStudyOptions& options) {
   DpMeanTestOptions test;
   test.epsilon = options.epsilon;
-  test.bound = kSqrt3 + std::fabs(options.shift) / std::sqrt(static_cast<double>(std::max<std::size_t>(1, options.dimension)));
+  test.bound =
+      kSqrt3 + std::fabs(options.shift) / std::sqrt(static_cast<double>(std::max<std::size_t>(1, options.dimension)));
   test.alpha = options.alpha;
   test.replicates = options.replicates;
   validate_dp_mean_test_options(test);

@@ -174,11 +174,11 @@ double regularized_gamma_p(double a, double x);
 struct DpMeanTestResult {
   PrivatizedMoments released_x;
   PrivatizedMoments released_y;
-  double statistic = 0.0;           ///< t^DP
-  CriticalValue bootstrap;          ///< q* and its rank; reject when statistic > q*
-  double chi_square_critical = 0.0; ///< χ²_{d, 1-α}
-  bool reject_bootstrap = false;    ///< test (3.3)
-  bool reject_asymptotic = false;   ///< test (3.2)
+  double statistic = 0.0;            ///< t^DP
+  CriticalValue bootstrap;           ///< q* and its rank; reject when statistic > q*
+  double chi_square_critical = 0.0;  ///< χ²_{d, 1-α}
+  bool reject_bootstrap = false;     ///< test (3.3)
+  bool reject_asymptotic = false;    ///< test (3.2)
 };
 
 /// The whole test from the two samples' (non-private) moments.
@@ -201,7 +201,7 @@ enum class DpSampleSimulation : std::uint8_t {
 struct DpLevelStudyOptions {
   std::uint64_t group_size = 100;  ///< n1 = n2
   std::size_t dimension = 10;
-  double shift = 0.0;              ///< a: ‖μ_X - μ_Y‖ (0 = the null hypothesis)
+  double shift = 0.0;  ///< a: ‖μ_X - μ_Y‖ (0 = the null hypothesis)
   double epsilon = 1.0;
   double alpha = 0.05;
   std::uint64_t replicates = 200;

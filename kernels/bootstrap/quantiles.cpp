@@ -21,7 +21,8 @@ __extension__ using U128 = unsigned __int128;
 constexpr double kFuzz = 4.0 * 2.220446049250313e-16;  // R's 4 * .Machine$double.eps
 
 void check_probability(double p) {
-  if (!(p >= 0.0 && p <= 1.0)) throw ParameterError("quantile probability must lie in [0, 1], got " + std::to_string(p));
+  if (!(p >= 0.0 && p <= 1.0))
+    throw ParameterError("quantile probability must lie in [0, 1], got " + std::to_string(p));
 }
 
 void check_alpha(double alpha) {
@@ -93,23 +94,41 @@ struct Continuous {
 Continuous continuous_terms(QuantileType type, std::uint64_t n) {
   const U128 nn = n;
   switch (type) {
-    case QuantileType::kType4: return {0, nn, 1};
-    case QuantileType::kType5: return {1, 2 * nn, 2};
-    case QuantileType::kType6: return {0, nn + 1, 1};
-    case QuantileType::kType7: return {1, nn - 1, 1};
-    case QuantileType::kType8: return {1, 3 * nn + 1, 3};
-    default: return {3, 8 * nn + 2, 8};  // type 9
+    case QuantileType::kType4:
+      return {0, nn, 1};
+    case QuantileType::kType5:
+      return {1, 2 * nn, 2};
+    case QuantileType::kType6:
+      return {0, nn + 1, 1};
+    case QuantileType::kType7:
+      return {1, nn - 1, 1};
+    case QuantileType::kType8:
+      return {1, 3 * nn + 1, 3};
+    default:
+      return {3, 8 * nn + 2, 8};  // type 9
   }
 }
 
 void ab(QuantileType type, double& a, double& b) {
   switch (type) {
-    case QuantileType::kType4: a = 0.0, b = 1.0; break;
-    case QuantileType::kType5: a = 0.5, b = 0.5; break;
-    case QuantileType::kType6: a = 0.0, b = 0.0; break;
-    case QuantileType::kType7: a = 1.0, b = 1.0; break;
-    case QuantileType::kType8: a = 1.0 / 3.0, b = 1.0 / 3.0; break;
-    default: a = 3.0 / 8.0, b = 3.0 / 8.0; break;
+    case QuantileType::kType4:
+      a = 0.0, b = 1.0;
+      break;
+    case QuantileType::kType5:
+      a = 0.5, b = 0.5;
+      break;
+    case QuantileType::kType6:
+      a = 0.0, b = 0.0;
+      break;
+    case QuantileType::kType7:
+      a = 1.0, b = 1.0;
+      break;
+    case QuantileType::kType8:
+      a = 1.0 / 3.0, b = 1.0 / 3.0;
+      break;
+    default:
+      a = 3.0 / 8.0, b = 3.0 / 8.0;
+      break;
   }
 }
 
@@ -120,9 +139,15 @@ QuantilePlan discontinuous_plan(QuantileType type, std::uint64_t n, long double 
   plan.hi = clamp_rank(j + 1.0L, n);
   const bool j_even = std::fmod(j, 2.0L) == 0.0L;
   switch (type) {
-    case QuantileType::kType1: plan.weight_hi = g_zero ? 0.0 : 1.0; break;
-    case QuantileType::kType2: plan.weight_hi = g_zero ? 0.5 : 1.0; break;
-    default: plan.weight_hi = (g_zero && j_even) ? 0.0 : 1.0; break;  // type 3
+    case QuantileType::kType1:
+      plan.weight_hi = g_zero ? 0.0 : 1.0;
+      break;
+    case QuantileType::kType2:
+      plan.weight_hi = g_zero ? 0.5 : 1.0;
+      break;
+    default:
+      plan.weight_hi = (g_zero && j_even) ? 0.0 : 1.0;
+      break;  // type 3
   }
   return plan;
 }
@@ -279,7 +304,7 @@ std::uint64_t critical_value_rank(std::uint64_t replicates, double alpha) {
   }
   if (rank == 0)
     throw ParameterError("critical value at alpha " + std::to_string(alpha) + " needs more than " +
-                     std::to_string(replicates) + " replicates");
+                         std::to_string(replicates) + " replicates");
   return rank;
 }
 
@@ -353,7 +378,8 @@ RadixCounts radix_count_local(std::span<const double> values, std::span<const Ra
         const std::uint64_t prefix = group.bits == 0 ? 0 : key >> (64 - group.bits);
         const auto bucket = static_cast<std::size_t>((key >> (64 - group.bits - kRadixBits)) & (kRadixBuckets - 1));
         auto it = std::lower_bound(group.prefixes.begin(), group.prefixes.end(), std::pair{prefix, std::size_t{0}});
-        for (; it != group.prefixes.end() && it->first == prefix; ++it) ++local.counts[it->second * kRadixBuckets + bucket];
+        for (; it != group.prefixes.end() && it->first == prefix; ++it)
+          ++local.counts[it->second * kRadixBuckets + bucket];
       }
     }
   });
@@ -424,7 +450,8 @@ SampleQuantiles distributed_quantiles(std::span<const double> local_values, std:
     return from_order_key(searches[static_cast<std::size_t>(it - targets.begin())].query.prefix);
   };
   result.values.reserve(plans.size());
-  for (const QuantilePlan& plan : plans) result.values.push_back(apply_quantile_plan(plan, value_of(plan.lo), value_of(plan.hi)));
+  for (const QuantilePlan& plan : plans)
+    result.values.push_back(apply_quantile_plan(plan, value_of(plan.lo), value_of(plan.hi)));
   return result;
 }
 

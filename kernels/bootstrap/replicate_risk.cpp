@@ -127,12 +127,14 @@ BatchTotals accumulate_batch(const ReplicateRiskPlan& plan, const Multiplicity* 
 }
 
 void store_batch(const BatchTotals& totals, std::size_t offset, ReplicateRiskPartial& partial) {
-  std::copy(totals.records.begin(), totals.records.end(), partial.records.begin() + static_cast<std::ptrdiff_t>(offset));
+  std::copy(totals.records.begin(), totals.records.end(),
+            partial.records.begin() + static_cast<std::ptrdiff_t>(offset));
   std::copy(totals.sample_uniques.begin(), totals.sample_uniques.end(),
             partial.sample_uniques.begin() + static_cast<std::ptrdiff_t>(offset));
   std::copy(totals.records_below_k.begin(), totals.records_below_k.end(),
             partial.records_below_k.begin() + static_cast<std::ptrdiff_t>(offset));
-  std::copy(totals.expected.begin(), totals.expected.end(), partial.expected.begin() + static_cast<std::ptrdiff_t>(offset));
+  std::copy(totals.expected.begin(), totals.expected.end(),
+            partial.expected.begin() + static_cast<std::ptrdiff_t>(offset));
   std::copy(totals.unique_survivors.begin(), totals.unique_survivors.end(),
             partial.unique_survivors.begin() + static_cast<std::ptrdiff_t>(offset));
 }
@@ -236,7 +238,8 @@ ReplicateRiskPlan make_replicate_risk_plan(std::span<const std::uint32_t> record
   plan.record_weight.resize(n);
   plan.class_offsets.push_back(0);
   for (std::size_t i = 0; i < n; ++i) {
-    if (i > 0 && entries[i].class_id != entries[i - 1].class_id) plan.class_offsets.push_back(static_cast<std::uint32_t>(i));
+    if (i > 0 && entries[i].class_id != entries[i - 1].class_id)
+      plan.class_offsets.push_back(static_cast<std::uint32_t>(i));
     plan.record_unit[i] = static_cast<std::uint32_t>(
         std::lower_bound(plan.units.begin(), plan.units.end(), entries[i].unit) - plan.units.begin());
     plan.record_weight[i] = std::bit_cast<double>(entries[i].weight_bits);

@@ -84,8 +84,8 @@ struct FixedPointSum {
 };
 
 struct ReplicateRiskOptions {
-  IndividualRiskOptions risk;   ///< method, mode, qual, weighted (false: r = 1/f, weights unused)
-  std::int64_t k = 3;           ///< records below k count classes with f^(b) < k; k >= 1
+  IndividualRiskOptions risk;         ///< method, mode, qual, weighted (false: r = 1/f, weights unused)
+  std::int64_t k = 3;                 ///< records below k count classes with f^(b) < k; k >= 1
   std::size_t batch_replicates = 32;  ///< replicates whose multiplicities are held at once; >= 1
 };
 

@@ -137,7 +137,7 @@ std::uint64_t binomial_from_stream(WordStream& stream, std::uint64_t trials, dou
   const bool complement = p > 0.5;
   const double small_p = complement ? 1.0 - p : p;
   const std::uint64_t k = static_cast<double>(trials) * small_p < 10.0 ? binomial_inversion(stream, trials, small_p)
-                                                                        : binomial_btrs(stream, trials, small_p);
+                                                                       : binomial_btrs(stream, trials, small_p);
   return complement ? trials - k : k;
 }
 
@@ -205,9 +205,8 @@ void multinomial_replicate(const ReplicateDesign& design, const RecordRng& rng, 
     }
     const auto stratum = static_cast<std::size_t>(upper - offsets.begin()) - 1;
     const std::uint64_t end_unit = offsets[stratum + 1];
-    const auto j = static_cast<std::size_t>(std::lower_bound(units.begin() + static_cast<std::ptrdiff_t>(i),
-                                                             units.end(), end_unit) -
-                                            units.begin());
+    const auto j = static_cast<std::size_t>(
+        std::lower_bound(units.begin() + static_cast<std::ptrdiff_t>(i), units.end(), end_unit) - units.begin());
     const StratumTree tree{rng, replicate, stratum, offsets[stratum], end_unit - offsets[stratum]};
     const std::uint64_t draws = design.stratum_draws.empty() ? tree.unit_count : design.stratum_draws[stratum];
     const std::uint64_t leaves = (tree.unit_count + kMultinomialLeafUnits - 1) / kMultinomialLeafUnits;
@@ -242,13 +241,14 @@ void validate_replicate_design(const ReplicateDesign& design) {
   }
   if (!design.stratum_draws.empty() && design.stratum_draws.size() != offsets.size() - 1) {
     throw ParameterError("bootstrap: stratum_draws needs one entry per stratum (" + std::to_string(offsets.size() - 1) +
-                     "), got " + std::to_string(design.stratum_draws.size()));
+                         "), got " + std::to_string(design.stratum_draws.size()));
   }
   for (std::size_t h = 0; h + 1 < offsets.size(); ++h) {
     const std::uint64_t size = offsets[h + 1] - offsets[h];
     const std::uint64_t draws = design.stratum_draws.empty() ? size : design.stratum_draws[h];
     if (draws > 0 && size == 0) {
-      throw ParameterError("bootstrap: stratum " + std::to_string(h) + " has no units but stratum_draws asks for draws");
+      throw ParameterError("bootstrap: stratum " + std::to_string(h) +
+                           " has no units but stratum_draws asks for draws");
     }
     if (draws > std::numeric_limits<std::uint32_t>::max()) {
       throw ParameterError("bootstrap: stratum_draws of stratum " + std::to_string(h) + " exceeds 2^32 - 1");
@@ -300,7 +300,8 @@ void fill_multiplicities(const ReplicateDesign& design, std::uint64_t first_repl
           static_cast<std::uint32_t>(std::lower_bound(distinct.begin(), distinct.end(), units[i]) - distinct.begin());
     }
   }
-  const std::span<const std::uint64_t> walk_units = strictly_ascending ? units : std::span<const std::uint64_t>(distinct);
+  const std::span<const std::uint64_t> walk_units =
+      strictly_ascending ? units : std::span<const std::uint64_t>(distinct);
   tbb::parallel_for(tbb::blocked_range<std::uint64_t>(0, replicates, 1), [&](const auto& range) {
     std::vector<std::uint32_t> scratch(strictly_ascending ? 0 : walk_units.size());
     for (std::uint64_t r = range.begin(); r < range.end(); ++r) {

@@ -102,10 +102,10 @@ std::uint64_t binomial_draw(const RecordRng& rng, const DrawCounter& base, std::
 // ---- Summaries (bootstrap.md §4) ---------------------------------------------------------------------
 
 struct ReplicateSummary {
-  double estimate = 0.0;        ///< θ̂, the full-sample value, as given
-  double mean = 0.0;            ///< mean of θ*
-  double standard_error = 0.0;  ///< sd of θ* with divisor B - 1 (NaN for B < 2)
-  double bias = 0.0;            ///< mean(θ*) - θ̂
+  double estimate = 0.0;         ///< θ̂, the full-sample value, as given
+  double mean = 0.0;             ///< mean of θ*
+  double standard_error = 0.0;   ///< sd of θ* with divisor B - 1 (NaN for B < 2)
+  double bias = 0.0;             ///< mean(θ*) - θ̂
   BootstrapInterval percentile;  ///< [Q(α/2), Q(1 - α/2)]
   BootstrapInterval basic;       ///< [2θ̂ - Q(1 - α/2), 2θ̂ - Q(α/2)]
   /// The order-statistic critical value t*_(⌊(1 - α)B⌋) for a test rejecting for large values

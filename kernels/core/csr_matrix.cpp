@@ -15,7 +15,8 @@ std::span<const std::int64_t> CsrView::row_columns(std::int64_t row) const {
 
 std::span<const double> CsrView::row_values(std::int64_t row) const {
   const auto r = static_cast<std::size_t>(row);
-  return values.subspan(static_cast<std::size_t>(row_offsets[r]), static_cast<std::size_t>(row_offsets[r + 1] - row_offsets[r]));
+  return values.subspan(static_cast<std::size_t>(row_offsets[r]),
+                        static_cast<std::size_t>(row_offsets[r + 1] - row_offsets[r]));
 }
 
 std::optional<std::string> CsrView::problem() const {
@@ -39,7 +40,10 @@ std::optional<std::string> CsrView::problem() const {
 
 CsrMatrix::CsrMatrix(std::int64_t rows, std::int64_t columns, std::vector<std::int64_t> row_offsets,
                      std::vector<std::int64_t> column_indices, std::vector<double> values)
-    : rows_(rows), columns_(columns), row_offsets_(std::move(row_offsets)), column_indices_(std::move(column_indices)),
+    : rows_(rows),
+      columns_(columns),
+      row_offsets_(std::move(row_offsets)),
+      column_indices_(std::move(column_indices)),
       values_(std::move(values)) {
   const auto problem = view().problem();
   SDC_CHECK(!problem, "CSR matrix: " + problem.value_or(""));
@@ -81,7 +85,8 @@ CsrMatrix CsrMatrix::transposed() const {
   // Rows are visited in order, so every column of the transpose gets its rows in increasing order.
   for (std::int64_t r = 0; r < rows_; ++r) {
     for (auto e = row_offsets_[static_cast<std::size_t>(r)]; e < row_offsets_[static_cast<std::size_t>(r) + 1]; ++e) {
-      const auto at = static_cast<std::size_t>(next[static_cast<std::size_t>(column_indices_[static_cast<std::size_t>(e)])]++);
+      const auto at =
+          static_cast<std::size_t>(next[static_cast<std::size_t>(column_indices_[static_cast<std::size_t>(e)])]++);
       indices[at] = r;
       values[at] = values_[static_cast<std::size_t>(e)];
     }

@@ -17,7 +17,7 @@ namespace sdc {
 struct CsrView {
   std::int64_t rows = 0;
   std::int64_t columns = 0;
-  std::span<const std::int64_t> row_offsets;    ///< rows + 1 entries, from 0 to the entry count
+  std::span<const std::int64_t> row_offsets;     ///< rows + 1 entries, from 0 to the entry count
   std::span<const std::int64_t> column_indices;  ///< one per entry, in 0 .. columns - 1
   std::span<const double> values;                ///< one per entry
 

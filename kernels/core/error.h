@@ -69,7 +69,7 @@ class InternalError : public Error {
 }  // namespace sdc
 
 /// Always-on invariant check: a failure is a bug in sdc-engine, reported as an InternalError.
-#define SDC_CHECK(condition, message)                                           \
-  do {                                                                          \
+#define SDC_CHECK(condition, message)                                                        \
+  do {                                                                                       \
     if (!(condition)) ::sdc::throw_check_failure(#condition, __FILE__, __LINE__, (message)); \
   } while (false)

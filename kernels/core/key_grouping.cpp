@@ -15,13 +15,14 @@ namespace {
 // Chunks are a function of the data size only, never of the thread count (docs/rng.md).
 constexpr std::size_t kChunkRecords = 1 << 16;
 
-std::size_t chunk_count(std::size_t records) { return std::max<std::size_t>(1, (records + kChunkRecords - 1) / kChunkRecords); }
+std::size_t chunk_count(std::size_t records) {
+  return std::max<std::size_t>(1, (records + kChunkRecords - 1) / kChunkRecords);
+}
 
 template <typename Body>
 void for_each_chunk(std::size_t records, Body&& body) {
-  tbb::parallel_for(std::size_t{0}, chunk_count(records), [&](std::size_t c) {
-    body(c, c * kChunkRecords, std::min(records, (c + 1) * kChunkRecords));
-  });
+  tbb::parallel_for(std::size_t{0}, chunk_count(records),
+                    [&](std::size_t c) { body(c, c * kChunkRecords, std::min(records, (c + 1) * kChunkRecords)); });
 }
 
 /// Mixed-radix packing of a tuple into 64 bits, order-preserving: (code_j + 1) in base (L_j + 1),
@@ -141,22 +142,24 @@ KeyGrouping group_by_keys(const KeyColumns& keys) {
     number_classes(grouping, [&](std::size_t p) { return p == 0 || items[p].code != items[p - 1].code; });
     // Each class's tuple is decoded from its packed code: no gather from the key columns.
     grouping.class_keys.resize(grouping.class_count() * m);
-    tbb::parallel_for(tbb::blocked_range<std::size_t>(0, grouping.class_count(), kChunkRecords), [&](const auto& range) {
-      for (std::size_t c = range.begin(); c != range.end(); ++c) {
-        std::uint64_t code = items[grouping.class_offsets[c]].code;
-        for (std::size_t j = 0; j < m; ++j) {
-          grouping.class_keys[c * m + j] = static_cast<std::int32_t>(code / radix[j]) - 1;
-          code %= radix[j];
-        }
-      }
-    });
+    tbb::parallel_for(tbb::blocked_range<std::size_t>(0, grouping.class_count(), kChunkRecords),
+                      [&](const auto& range) {
+                        for (std::size_t c = range.begin(); c != range.end(); ++c) {
+                          std::uint64_t code = items[grouping.class_offsets[c]].code;
+                          for (std::size_t j = 0; j < m; ++j) {
+                            grouping.class_keys[c * m + j] = static_cast<std::int32_t>(code / radix[j]) - 1;
+                            code %= radix[j];
+                          }
+                        }
+                      });
   } else {
     std::iota(grouping.sorted_records.begin(), grouping.sorted_records.end(), 0U);
-    tbb::parallel_sort(grouping.sorted_records.begin(), grouping.sorted_records.end(), [&](std::uint32_t a, std::uint32_t b) {
-      for (const auto& column : keys.codes)
-        if (column[a] != column[b]) return column[a] < column[b];
-      return a < b;  // ties on the record index keep the order deterministic
-    });
+    tbb::parallel_sort(grouping.sorted_records.begin(), grouping.sorted_records.end(),
+                       [&](std::uint32_t a, std::uint32_t b) {
+                         for (const auto& column : keys.codes)
+                           if (column[a] != column[b]) return column[a] < column[b];
+                         return a < b;  // ties on the record index keep the order deterministic
+                       });
     const auto& order = grouping.sorted_records;
     number_classes(grouping, [&](std::size_t p) {
       if (p == 0) return true;
@@ -165,10 +168,12 @@ KeyGrouping group_by_keys(const KeyColumns& keys) {
       return false;
     });
     grouping.class_keys.resize(grouping.class_count() * m);
-    tbb::parallel_for(tbb::blocked_range<std::size_t>(0, grouping.class_count(), kChunkRecords), [&](const auto& range) {
-      for (std::size_t c = range.begin(); c != range.end(); ++c)
-        for (std::size_t j = 0; j < m; ++j) grouping.class_keys[c * m + j] = keys.codes[j][order[grouping.class_offsets[c]]];
-    });
+    tbb::parallel_for(tbb::blocked_range<std::size_t>(0, grouping.class_count(), kChunkRecords),
+                      [&](const auto& range) {
+                        for (std::size_t c = range.begin(); c != range.end(); ++c)
+                          for (std::size_t j = 0; j < m; ++j)
+                            grouping.class_keys[c * m + j] = keys.codes[j][order[grouping.class_offsets[c]]];
+                      });
   }
   return grouping;
 }

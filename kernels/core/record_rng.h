@@ -17,22 +17,22 @@ namespace sdc {
 /// One value per method and draw purpose. Append only: a value is never renumbered or reused, and is
 /// never the position of a step in a pipeline (docs/rng.md lists them).
 enum class StepId : std::uint64_t {
-  kReserved = 0,  ///< never used for draws; catches an unset StepId
+  kReserved = 0,         ///< never used for draws; catches an unset StepId
   kKnownAnswerTest = 1,  ///< tests of the contract itself
   // Synthetic census generator (kernels/generate/census.h, docs/generator.md). Unit = household id;
   // draw = person index within the household for the per-person purposes.
-  kGenerateHousehold = 2,          ///< household type and size, household latents, household citizenship
-  kGenerateSample = 3,             ///< Bernoulli selection of a household into the sample
-  kGeneratePersonDemography = 4,   ///< a person's sex, age, marital status, citizenship
-  kGeneratePersonEducation = 5,    ///< a person's education, activity and occupation (and partner ages)
-  kGeneratePersonIncome = 6,       ///< a person's income and savings
-  kGenerateCitizenshipAreas = 7,   ///< home areas of the rare citizenships (unit = citizenship code)
+  kGenerateHousehold = 2,         ///< household type and size, household latents, household citizenship
+  kGenerateSample = 3,            ///< Bernoulli selection of a household into the sample
+  kGeneratePersonDemography = 4,  ///< a person's sex, age, marital status, citizenship
+  kGeneratePersonEducation = 5,   ///< a person's education, activity and occupation (and partner ages)
+  kGeneratePersonIncome = 6,      ///< a person's income and savings
+  kGenerateCitizenshipAreas = 7,  ///< home areas of the rare citizenships (unit = citizenship code)
   // Risk suite (docs/methods bootstrap.md, risk.md).
   kBootstrapReplicate = 8,   ///< replicate multiplicities (unit = resampling unit or tree node; replicate = b)
   kBootstrapParametric = 9,  ///< parametric bootstrap: f* drawn from a fitted model (unit = cell; replicate = b)
   kRiskSimulation = 10,      ///< synthetic populations and samples of the risk estimators' accuracy tests
-  kDpMeanTest = 11,  ///< DP mean test (bootstrap/dp_mean_test.h): privacy noise (unit = sample; replicate = b)
-  kResamplingMask = 12,  ///< resampling as masking (bootstrap/resampling_mask.h): the t sorted bootstrap samples
+  kDpMeanTest = 11,          ///< DP mean test (bootstrap/dp_mean_test.h): privacy noise (unit = sample; replicate = b)
+  kResamplingMask = 12,      ///< resampling as masking (bootstrap/resampling_mask.h): the t sorted bootstrap samples
   // PRAM (kernels/perturbation/pram.h, docs/pram.md).
   kPramMatrix = 13,  ///< the reference construction's diagonal d_k ~ U(pd, 1) (unit = category; draw = stratum id;
                      ///< replicate = the variable's position in the step)
@@ -42,11 +42,11 @@ enum class StepId : std::uint64_t {
 /// The four counter words. `unit` is a global id: record (row id), household, cell or tree node.
 struct DrawCounter {
   std::uint64_t unit = 0;
-  std::uint64_t draw = 0;       ///< draws beyond the four words of one block raise this
+  std::uint64_t draw = 0;  ///< draws beyond the four words of one block raise this
   /// The bootstrap replicate; a step without replicates may use it for a second index of its draws
   /// (PRAM's matrices: the variable), as its StepId's line says.
   std::uint64_t replicate = 0;
-  std::uint64_t attempt = 0;    ///< retries of rejection sampling
+  std::uint64_t attempt = 0;  ///< retries of rejection sampling
 };
 
 class RecordRng {
@@ -105,8 +105,10 @@ inline std::size_t categorical_from_uniform(double u, std::span<const double> cu
   std::size_t high = cumulative.size() - 1;
   while (low < high) {
     const std::size_t mid = low + (high - low) / 2;
-    if (target < cumulative[mid]) high = mid;
-    else low = mid + 1;
+    if (target < cumulative[mid])
+      high = mid;
+    else
+      low = mid + 1;
   }
   return low;
 }

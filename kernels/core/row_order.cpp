@@ -37,9 +37,15 @@ void reorder_rows(Table& table, std::span<const std::uint64_t> order) {
       std::copy(sorted.begin(), sorted.end(), values.begin());
     };
     switch (column.type()) {
-      case VariableType::kCategorical: gather(column.mutable_codes()); break;
-      case VariableType::kContinuous: gather(column.mutable_values()); break;
-      case VariableType::kId: gather(column.mutable_ids()); break;
+      case VariableType::kCategorical:
+        gather(column.mutable_codes());
+        break;
+      case VariableType::kContinuous:
+        gather(column.mutable_values());
+        break;
+      case VariableType::kId:
+        gather(column.mutable_ids());
+        break;
     }
   }
 }

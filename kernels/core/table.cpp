@@ -85,14 +85,19 @@ bool is_valid_variable_name(std::string_view name) {
 
 bool role_admits_type(VariableRole role, VariableType type) {
   switch (role) {
-    case VariableRole::kOther: return true;
+    case VariableRole::kOther:
+      return true;
     case VariableRole::kIdentifier:
-    case VariableRole::kHousehold: return type == VariableType::kId;
+    case VariableRole::kHousehold:
+      return type == VariableType::kId;
     case VariableRole::kGeography:
-    case VariableRole::kKey: return type == VariableType::kCategorical;
+    case VariableRole::kKey:
+      return type == VariableType::kCategorical;
     case VariableRole::kContinuous:
-    case VariableRole::kWeight: return type == VariableType::kContinuous;
-    case VariableRole::kSensitive: return type != VariableType::kId;
+    case VariableRole::kWeight:
+      return type == VariableType::kContinuous;
+    case VariableRole::kSensitive:
+      return type != VariableType::kId;
   }
   return false;
 }
@@ -120,9 +125,17 @@ Column Column::id(VariableInfo info, std::vector<std::int64_t> ids) {
 
 Column Column::of(VariableInfo info, Storage values) {
   switch (values.index()) {
-    case 0: info.type = VariableType::kCategorical; break;
-    case 1: info.type = VariableType::kContinuous; info.levels.clear(); break;
-    default: info.type = VariableType::kId; info.levels.clear(); break;
+    case 0:
+      info.type = VariableType::kCategorical;
+      break;
+    case 1:
+      info.type = VariableType::kContinuous;
+      info.levels.clear();
+      break;
+    default:
+      info.type = VariableType::kId;
+      info.levels.clear();
+      break;
   }
   return Column(std::move(info), std::move(values));
 }
@@ -134,12 +147,14 @@ std::size_t Column::size() const noexcept {
 template <typename T>
 static std::span<T> typed_span(auto& data, const VariableInfo& info, std::string_view wanted) {
   auto* v = std::get_if<std::vector<std::remove_const_t<T>>>(&data);
-  SDC_CHECK(v != nullptr, "variable '" + info.name + "' is " + std::string(to_string(info.type)) +
-                              ", accessed as " + std::string(wanted));
+  SDC_CHECK(v != nullptr, "variable '" + info.name + "' is " + std::string(to_string(info.type)) + ", accessed as " +
+                              std::string(wanted));
   return std::span<T>(*v);
 }
 
-std::span<const std::int32_t> Column::codes() const { return typed_span<const std::int32_t>(data_, info_, "categorical"); }
+std::span<const std::int32_t> Column::codes() const {
+  return typed_span<const std::int32_t>(data_, info_, "categorical");
+}
 std::span<const double> Column::values() const { return typed_span<const double>(data_, info_, "continuous"); }
 std::span<const std::int64_t> Column::ids() const { return typed_span<const std::int64_t>(data_, info_, "id"); }
 std::span<std::int32_t> Column::mutable_codes() { return typed_span<std::int32_t>(data_, info_, "categorical"); }
@@ -156,7 +171,8 @@ std::int64_t Column::missing_count() const {
       const auto v = values();
       return std::count_if(v.begin(), v.end(), [](double x) { return std::isnan(x); });
     }
-    case VariableType::kId: return 0;
+    case VariableType::kId:
+      return 0;
   }
   return 0;
 }
@@ -238,9 +254,8 @@ void validate_table(const Table& table) {
       case VariableType::kCategorical: {
         const auto codes = column.codes();
         const auto level_count = static_cast<std::int64_t>(info.levels.size());
-        const auto bad = std::find_if(codes.begin(), codes.end(), [&](std::int32_t code) {
-          return code < kMissingCode || code >= level_count;
-        });
+        const auto bad = std::find_if(codes.begin(), codes.end(),
+                                      [&](std::int32_t code) { return code < kMissingCode || code >= level_count; });
         if (bad != codes.end())
           throw InvalidInput(row_context(table, column, static_cast<std::size_t>(bad - codes.begin())) +
                              ": code outside its " + std::to_string(level_count) + " levels");
@@ -256,19 +271,20 @@ void validate_table(const Table& table) {
           return std::isinf(x) || (is_weight && (std::isnan(x) || x < 0.0));
         });
         if (bad != values.end()) {
-          const char* what = std::isinf(*bad)  ? "infinite value"
+          const char* what = std::isinf(*bad)   ? "infinite value"
                              : std::isnan(*bad) ? "missing weight"
                                                 : "negative weight";
           throw InvalidInput(row_context(table, column, static_cast<std::size_t>(bad - values.begin())) + ": " + what);
         }
         break;
       }
-      case VariableType::kId: break;
+      case VariableType::kId:
+        break;
     }
   }
   if (!geography_levels.empty() && *geography_levels.rbegin() != static_cast<int>(geography_levels.size()))
-    throw InvalidInput(prefix(table) + "geography levels must be exactly 1.." + std::to_string(geography_levels.size()) +
-                       " (coarsest to finest)");
+    throw InvalidInput(prefix(table) + "geography levels must be exactly 1.." +
+                       std::to_string(geography_levels.size()) + " (coarsest to finest)");
 }
 
 }  // namespace sdc

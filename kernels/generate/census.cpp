@@ -32,14 +32,25 @@ struct TypeSizeCell {
 constexpr std::array<TypeSizeCell, 23> kTypeSize{{
     {code::kOnePerson, 1, 18000},
     {code::kCoupleNoChildren, 2, 20000},
-    {code::kCoupleWithChildren, 3, 14000}, {code::kCoupleWithChildren, 4, 16000},
-    {code::kCoupleWithChildren, 5, 6400},  {code::kCoupleWithChildren, 6, 2600},
-    {code::kCoupleWithChildren, 7, 800},   {code::kCoupleWithChildren, 8, 200},
-    {code::kLoneParent, 2, 4400}, {code::kLoneParent, 3, 2400}, {code::kLoneParent, 4, 800},
-    {code::kLoneParent, 5, 280},  {code::kLoneParent, 6, 80},   {code::kLoneParent, 7, 32},
+    {code::kCoupleWithChildren, 3, 14000},
+    {code::kCoupleWithChildren, 4, 16000},
+    {code::kCoupleWithChildren, 5, 6400},
+    {code::kCoupleWithChildren, 6, 2600},
+    {code::kCoupleWithChildren, 7, 800},
+    {code::kCoupleWithChildren, 8, 200},
+    {code::kLoneParent, 2, 4400},
+    {code::kLoneParent, 3, 2400},
+    {code::kLoneParent, 4, 800},
+    {code::kLoneParent, 5, 280},
+    {code::kLoneParent, 6, 80},
+    {code::kLoneParent, 7, 32},
     {code::kLoneParent, 8, 8},
-    {code::kOtherPrivate, 2, 3600}, {code::kOtherPrivate, 3, 2600}, {code::kOtherPrivate, 4, 3200},
-    {code::kOtherPrivate, 5, 2320}, {code::kOtherPrivate, 6, 1320}, {code::kOtherPrivate, 7, 568},
+    {code::kOtherPrivate, 2, 3600},
+    {code::kOtherPrivate, 3, 2600},
+    {code::kOtherPrivate, 4, 3200},
+    {code::kOtherPrivate, 5, 2320},
+    {code::kOtherPrivate, 6, 1320},
+    {code::kOtherPrivate, 7, 568},
     {code::kOtherPrivate, 8, 292},
     {code::kInstitutional, 0, 100},
 }};
@@ -108,7 +119,8 @@ constexpr std::array<std::array<double, 10>, 7> occupation_cumulative() {
 constexpr auto kOccupationCumulative = occupation_cumulative();
 
 // Income (log scale): employed ln 26000 + occupation + education + age + sex + 0.15 z + 0.45 e.
-constexpr std::array<double, 14> kOccupationEffect{0, 0, 0, 0, 0.55, 0.40, 0.20, 0, -0.20, -0.25, -0.05, -0.05, -0.35, 0.05};
+constexpr std::array<double, 14> kOccupationEffect{0, 0,     0,     0,     0.55,  0.40,  0.20,
+                                                   0, -0.20, -0.25, -0.05, -0.05, -0.35, 0.05};
 constexpr std::array<double, 7> kEducationEffect{0, -0.25, -0.18, -0.10, 0, 0.08, 0.20};
 constexpr std::array<double, 7> kPensionEffect{0, -0.35, -0.25, -0.12, 0, 0.12, 0.40};
 
@@ -158,7 +170,8 @@ double cohort_shift(std::int32_t age) {
 }
 
 std::int32_t clamp_age(double x, std::int32_t low, std::int32_t high) {
-  return static_cast<std::int32_t>(std::clamp(std::llround(x), static_cast<long long>(low), static_cast<long long>(high)));
+  return static_cast<std::int32_t>(
+      std::clamp(std::llround(x), static_cast<long long>(low), static_cast<long long>(high)));
 }
 /// low + floor(u * count): a uniform integer in [low, low + count).
 std::int32_t uniform_int(double u, std::int32_t low, std::int32_t count) {
@@ -185,7 +198,8 @@ std::vector<double> CensusTargets::household_type_shares() {
 std::vector<double> CensusTargets::household_size_shares() {
   std::vector<double> shares(9, 0.0);
   for (const auto& cell : kTypeSize) {
-    const auto index = cell.size == 0 ? static_cast<std::size_t>(code::kInstitutionalSizeCode) : static_cast<std::size_t>(cell.size - 1);
+    const auto index = cell.size == 0 ? static_cast<std::size_t>(code::kInstitutionalSizeCode)
+                                      : static_cast<std::size_t>(cell.size - 1);
     shares[index] += cell.per_100000 / 100000.0;
   }
   return shares;
@@ -246,14 +260,17 @@ namespace {
 /// proportion to the weights.
 CensusGeography make_geography(std::int64_t households) {
   CensusGeography g;
-  const std::int64_t areas = std::clamp((households + kHouseholdsPerArea / 2) / kHouseholdsPerArea, kMinAreas, kMaxAreas);
+  const std::int64_t areas =
+      std::clamp((households + kHouseholdsPerArea / 2) / kHouseholdsPerArea, kMinAreas, kMaxAreas);
   g.lau2_count = static_cast<std::int32_t>(areas);
   const auto nuts3_labels = CensusGeography::nuts3_labels();
   std::vector<double> weights;
   std::array<std::int32_t, CensusGeography::kNuts3> first_rank{};  // j with k(j) = k
-  for (std::int32_t j = 0; j < CensusGeography::kNuts3; ++j) first_rank[static_cast<std::size_t>(12 * (j % 3) + 4 * ((j / 3) % 3) + j / 9)] = j;
+  for (std::int32_t j = 0; j < CensusGeography::kNuts3; ++j)
+    first_rank[static_cast<std::size_t>(12 * (j % 3) + 4 * ((j / 3) % 3) + j / 9)] = j;
   for (std::int32_t k = 0; k < CensusGeography::kNuts3; ++k) {
-    for (std::int64_t r = first_rank[static_cast<std::size_t>(k)], number = 1; r < areas; r += CensusGeography::kNuts3, ++number) {
+    for (std::int64_t r = first_rank[static_cast<std::size_t>(k)], number = 1; r < areas;
+         r += CensusGeography::kNuts3, ++number) {
       g.nuts3_of_lau2.push_back(k);
       g.size_rank.push_back(static_cast<std::int32_t>(r));
       g.lau2_labels.push_back(nuts3_labels[static_cast<std::size_t>(k)] + four_digits(number));
@@ -331,12 +348,14 @@ CensusGenerator::CensusGenerator(const CensusOptions& options) : options_(option
   // ---- citizenship: the city share, and the rare codes' home areas ----
   foreign_city_ranks_ = std::max<std::int32_t>(1, geography_.lau2_count / 20);
   std::vector<std::int32_t> area_of_rank(areas);
-  for (std::size_t i = 0; i < areas; ++i) area_of_rank[static_cast<std::size_t>(geography_.size_rank[i])] = static_cast<std::int32_t>(i);
+  for (std::size_t i = 0; i < areas; ++i)
+    area_of_rank[static_cast<std::size_t>(geography_.size_rank[i])] = static_cast<std::int32_t>(i);
   double zipf_total = 0;
   for (std::size_t i = 0; i < areas; ++i) zipf_total += 1.0 / static_cast<double>(i + 1);
   // Home areas are drawn among the ranks whose expected size is at least 20 households.
-  const auto eligible = static_cast<std::int64_t>(std::clamp(
-      std::floor(static_cast<double>(n) / (static_cast<double>(kRareHomeMinHouseholds) * zipf_total)), 1.0, static_cast<double>(areas)));
+  const auto eligible = static_cast<std::int64_t>(
+      std::clamp(std::floor(static_cast<double>(n) / (static_cast<double>(kRareHomeMinHouseholds) * zipf_total)), 1.0,
+                 static_cast<double>(areas)));
   const double h40 = harmonic(code::kForeignCitizenships);
   const RecordRng home_rng(options.seed, StepId::kGenerateCitizenshipAreas);
   for (std::int32_t c = code::kFirstRareCitizenship; c <= code::kForeignCitizenships; ++c) {
@@ -344,7 +363,8 @@ CensusGenerator::CensusGenerator(const CensusOptions& options) : options_(option
     const int count = 1 + c % 3;
     for (int k = 0; k < count; ++k) {
       const double u = home_rng.uniform({.unit = static_cast<std::uint64_t>(c), .draw = static_cast<std::uint64_t>(k)});
-      const auto rank = std::min<std::int64_t>(eligible - 1, static_cast<std::int64_t>(u * static_cast<double>(eligible)));
+      const auto rank =
+          std::min<std::int64_t>(eligible - 1, static_cast<std::int64_t>(u * static_cast<double>(eligible)));
       homes.push_back(area_of_rank[static_cast<std::size_t>(rank)]);
     }
     std::sort(homes.begin(), homes.end());
@@ -372,7 +392,9 @@ CensusGenerator::CensusGenerator(const CensusOptions& options) : options_(option
   }
 }
 
-std::int64_t CensusGenerator::block_count() const { return (options_.households + kHouseholdBlock - 1) / kHouseholdBlock; }
+std::int64_t CensusGenerator::block_count() const {
+  return (options_.households + kHouseholdBlock - 1) / kHouseholdBlock;
+}
 
 namespace {
 
@@ -387,7 +409,8 @@ SizeDraw draw_type_size(const RecordRng& household_rng, std::int64_t hid) {
   draw.cell = categorical_from_uniform(u01(household_rng.bits({.unit = hid_unit})[0]), kTypeSizeCumulative);
   draw.size = kTypeSize[draw.cell].size;
   if (draw.size == 0)
-    draw.size = uniform_int(u01(household_rng.bits({.unit = hid_unit, .draw = 1})[1]), kInstitutionMinSize, kInstitutionSizes);
+    draw.size =
+        uniform_int(u01(household_rng.bits({.unit = hid_unit, .draw = 1})[1]), kInstitutionMinSize, kInstitutionSizes);
   return draw;
 }
 
@@ -440,7 +463,8 @@ void CensusGenerator::generate_household(std::int64_t hid, std::int32_t lau2, Ho
   const SizeDraw type_size = draw_type_size(household_rng, hid);
   out.type = kTypeSize[type_size.cell].type;
   out.size = type_size.size;
-  const auto [status, spending_noise] = normal_pair_from_bits(h0[1], h0[2]);  // z: the household's socio-economic latent
+  const auto [status, spending_noise] =
+      normal_pair_from_bits(h0[1], h0[2]);  // z: the household's socio-economic latent
   const bool city = geography_.size_rank[static_cast<std::size_t>(lau2)] < foreign_city_ranks_;
 
   // Per-person draws: demography d, education e (with two normals), income (drawn when needed).
@@ -459,7 +483,9 @@ void CensusGenerator::generate_household(std::int64_t hid, std::int32_t lau2, Ho
   auto& persons = out.persons;
   const auto person = [&](std::int32_t p) -> Household::Person& { return persons[static_cast<std::size_t>(p)]; };
   const auto draw = [&](std::int32_t p) -> const Draws& { return draws[static_cast<std::size_t>(p)]; };
-  const auto sex_with_female_share = [&](std::int32_t p, double female) { return u01(draw(p).d[0]) < female ? kFemale : kMale; };
+  const auto sex_with_female_share = [&](std::int32_t p, double female) {
+    return u01(draw(p).d[0]) < female ? kFemale : kMale;
+  };
 
   // ---- ages, sexes, marital status by household type ----
   const auto couple = [&](std::int32_t head_age) {
@@ -535,12 +561,14 @@ void CensusGenerator::generate_household(std::int64_t hid, std::int32_t lau2, Ho
       } else {  // three generations: a couple, one or two elders, children
         couple(clamp_age(44.0 + 8.0 * draw(0).age_normal, 25, 64));
         const bool two_elders = out.size >= 5 && kind < 0.4;
-        const std::int32_t elder = std::clamp(std::max(person(0).age, person(1).age) + 22 + uniform_int(u01(draw(2).d[1]), 0, 14), 50, kMaxAge);
+        const std::int32_t elder = std::clamp(
+            std::max(person(0).age, person(1).age) + 22 + uniform_int(u01(draw(2).d[1]), 0, 14), 50, kMaxAge);
         if (two_elders) {
           person(2).age = elder;
           person(2).sex = sex_with_female_share(2, 0.5);
           person(3).sex = 1 - person(2).sex;
-          person(3).age = clamp_age(elder + (person(2).sex == kMale ? -2.0 : 2.0) + 3.5 * draw(3).age_normal, 50, kMaxAge);
+          person(3).age =
+              clamp_age(elder + (person(2).sex == kMale ? -2.0 : 2.0) + 3.5 * draw(3).age_normal, 50, kMaxAge);
           person(2).marstat = person(3).marstat = kMarried;
         } else {
           unpartnered(2, elder, 0.6);
@@ -553,9 +581,12 @@ void CensusGenerator::generate_household(std::int64_t hid, std::int32_t lau2, Ho
       const double kind = u01(h1[2]);
       for (std::int32_t p = 0; p < out.size; ++p) {
         const double u = u01(draw(p).d[1]);
-        if (kind < 0.60) unpartnered(p, uniform_int(u, 65, 36), 0.65);       // care homes
-        else if (kind < 0.85) unpartnered(p, uniform_int(u, 18, 12), 0.45);  // student and worker hostels
-        else unpartnered(p, uniform_int(u, 18, 63), 0.20);                   // other institutions
+        if (kind < 0.60)
+          unpartnered(p, uniform_int(u, 65, 36), 0.65);  // care homes
+        else if (kind < 0.85)
+          unpartnered(p, uniform_int(u, 18, 12), 0.45);  // student and worker hostels
+        else
+          unpartnered(p, uniform_int(u, 18, 63), 0.20);  // other institutions
       }
       break;
     }
@@ -570,8 +601,10 @@ void CensusGenerator::generate_household(std::int64_t hid, std::int32_t lau2, Ho
   if (out.type == kInstitutional) {
     for (std::int32_t p = 0; p < out.size; ++p) {
       const double u = u01(draw(p).d[3]);
-      person(p).citizenship = u < kInstitutionNationalShare ? kNational
-                                                            : common_citizenship((u - kInstitutionNationalShare) / (1.0 - kInstitutionNationalShare));
+      person(p).citizenship =
+          u < kInstitutionNationalShare
+              ? kNational
+              : common_citizenship((u - kInstitutionNationalShare) / (1.0 - kInstitutionNationalShare));
     }
   } else {
     std::int32_t household_citizenship = kNational;
@@ -610,16 +643,20 @@ void CensusGenerator::generate_household(std::int64_t hid, std::int32_t lau2, Ho
     const double score = 0.55 * status + 0.835 * dr.education_normal + cohort_shift(x.age) + (city ? 0.15 : -0.10);
     std::int32_t education = kNoEducation;
     for (double cut : kEducationCuts) education += score >= cut ? 1 : 0;
-    if (x.age < 17) education = std::min(education, kLowerSecondary);
-    else if (x.age < 20) education = std::min(education, kUpperSecondary);
-    else if (x.age < 23) education = std::min(education, kPostSecondary);
+    if (x.age < 17)
+      education = std::min(education, kLowerSecondary);
+    else if (x.age < 20)
+      education = std::min(education, kUpperSecondary);
+    else if (x.age < 23)
+      education = std::min(education, kPostSecondary);
     x.education = education;
 
     double u = u01(dr.e[2]);
     const auto employment = [&](double v) {
       if (v >= kEmployment[static_cast<std::size_t>(education)]) return kNotEmployed;
       const auto& cumulative = kOccupationCumulative[static_cast<std::size_t>(education)];
-      return static_cast<std::int32_t>(kManagers + static_cast<std::int32_t>(categorical_from_uniform(u01(dr.e[3]), cumulative)));
+      return static_cast<std::int32_t>(kManagers +
+                                       static_cast<std::int32_t>(categorical_from_uniform(u01(dr.e[3]), cumulative)));
     };
     if (x.age < 18) {
       x.occupation = u < 0.90 ? kStudent : (u < 0.96 ? employment(0.0) : kNotEmployed);
@@ -646,13 +683,14 @@ void CensusGenerator::generate_household(std::int64_t hid, std::int32_t lau2, Ho
         if (zero >= 0.40) log_income = std::log(9000.0) + 0.35 * income_normal;
         break;
       case kRetired:
-        log_income = std::log(17000.0) + kPensionEffect[static_cast<std::size_t>(education)] + 0.10 * status + 0.30 * income_normal;
+        log_income = std::log(17000.0) + kPensionEffect[static_cast<std::size_t>(education)] + 0.10 * status +
+                     0.30 * income_normal;
         break;
       default: {
         const double age_effect = 0.6 * (1.0 - std::exp(-(x.age - 18) / 12.0)) - 0.3;
         log_income = std::log(26000.0) + kOccupationEffect[static_cast<std::size_t>(x.occupation)] +
-                     kEducationEffect[static_cast<std::size_t>(education)] + age_effect + (x.sex == kFemale ? -0.12 : 0.0) +
-                     0.15 * status + 0.45 * income_normal;
+                     kEducationEffect[static_cast<std::size_t>(education)] + age_effect +
+                     (x.sex == kFemale ? -0.12 : 0.0) + 0.15 * status + 0.45 * income_normal;
       }
     }
     x.income = std::isinf(log_income) ? 0.0 : std::round(std::exp(log_income));
@@ -660,7 +698,8 @@ void CensusGenerator::generate_household(std::int64_t hid, std::int32_t lau2, Ho
     if (x.age < 18 || u01(income_draw[3]) < (x.income < 10000.0 ? 0.5 : 0.2)) {
       x.savings = 0;
     } else {
-      x.savings = std::round(std::max(x.income, 5000.0) * 0.3 * (x.age - 17) / 10.0 * std::exp(0.9 * savings_normal + 0.3 * status));
+      x.savings = std::round(std::max(x.income, 5000.0) * 0.3 * (x.age - 17) / 10.0 *
+                             std::exp(0.9 * savings_normal + 0.3 * status));
     }
   }
 
@@ -669,7 +708,8 @@ void CensusGenerator::generate_household(std::int64_t hid, std::int32_t lau2, Ho
     for (std::int32_t p = 0; p < out.size; ++p)
       person(p).expenditure = std::round(4000.0 + 0.6 * person(p).income * std::exp(0.15 * spending_noise));
   } else {
-    const double spending = 6000.0 + 3000.0 * (out.size - 1) + 0.7 * household_income * std::exp(0.15 * spending_noise - 0.10 * status);
+    const double spending =
+        6000.0 + 3000.0 * (out.size - 1) + 0.7 * household_income * std::exp(0.15 * spending_noise - 0.10 * status);
     const double each = std::round(spending / out.size);
     for (std::int32_t p = 0; p < out.size; ++p) person(p).expenditure = each;
   }
@@ -693,77 +733,86 @@ Table CensusGenerator::generate_rows(const CensusLayout& layout, std::int64_t fi
     const std::int64_t end_row = first_row + row_count;
     const std::int64_t first_block = layout.block_of_row(first_row);
     const std::int64_t last_block = layout.block_of_row(end_row - 1) + 1;
-    tbb::parallel_for(tbb::blocked_range<std::int64_t>(first_block, last_block), [&](const tbb::blocked_range<std::int64_t>& range) {
-      Household household;
-      for (std::int64_t b = range.begin(); b != range.end(); ++b) {
-        const std::int64_t first = b * kHouseholdBlock + 1;
-        const std::int64_t last = std::min((b + 1) * kHouseholdBlock, options_.households);
-        std::int64_t row = layout.first_row(b);
-        std::int32_t lau2 = geography_.lau2_of_household(first);
-        for (std::int64_t h = first; h <= last && row < end_row; ++h) {
-          while (geography_.first_household[static_cast<std::size_t>(lau2) + 1] < h) ++lau2;
-          const int size = selected_size(h, lau2);
-          if (size <= 0) continue;
-          if (row + size <= first_row) {
-            row += size;
-            continue;
+    tbb::parallel_for(
+        tbb::blocked_range<std::int64_t>(first_block, last_block), [&](const tbb::blocked_range<std::int64_t>& range) {
+          Household household;
+          for (std::int64_t b = range.begin(); b != range.end(); ++b) {
+            const std::int64_t first = b * kHouseholdBlock + 1;
+            const std::int64_t last = std::min((b + 1) * kHouseholdBlock, options_.households);
+            std::int64_t row = layout.first_row(b);
+            std::int32_t lau2 = geography_.lau2_of_household(first);
+            for (std::int64_t h = first; h <= last && row < end_row; ++h) {
+              while (geography_.first_household[static_cast<std::size_t>(lau2) + 1] < h) ++lau2;
+              const int size = selected_size(h, lau2);
+              if (size <= 0) continue;
+              if (row + size <= first_row) {
+                row += size;
+                continue;
+              }
+              generate_household(h, lau2, household);
+              SDC_CHECK(household.size == size, "the counting pass and the generation agree");
+              const std::int32_t nuts3 = geography_.nuts3_of_lau2[static_cast<std::size_t>(lau2)];
+              const std::int32_t nuts2 = CensusGeography::nuts2_of_nuts3(nuts3);
+              const double w = is_sample() ? 1.0 / inclusion_probability(nuts2) : 1.0;
+              const std::int32_t hsize =
+                  household.type == code::kInstitutional ? code::kInstitutionalSizeCode : size - 1;
+              for (std::int32_t p = 0; p < size; ++p, ++row) {
+                if (row < first_row || row >= end_row) continue;
+                const auto i = static_cast<std::size_t>(row - first_row);
+                const auto& x = household.persons[static_cast<std::size_t>(p)];
+                hid[i] = h;
+                cat[kNuts1][i] = CensusGeography::nuts1_of_nuts3(nuts3);
+                cat[kNuts2][i] = nuts2;
+                cat[kNuts3][i] = nuts3;
+                cat[kLau2][i] = lau2;
+                cat[kSex][i] = x.sex;
+                cat[kAge][i] = x.age;
+                cat[kAgegroup][i] = x.age / 5;
+                cat[kMarstat][i] = x.marstat;
+                cat[kCitizenship][i] = x.citizenship;
+                cat[kEducation][i] = x.education;
+                cat[kOccupation][i] = x.occupation;
+                cat[kHtype][i] = household.type;
+                cat[kHsize][i] = hsize;
+                income[i] = x.income;
+                expenditure[i] = x.expenditure;
+                savings[i] = x.savings;
+                weight[i] = w;
+              }
+            }
+            if (progress) {
+              const std::int64_t block_rows = std::max<std::int64_t>(
+                  0, std::min(end_row, layout.first_row(b + 1)) - std::max(first_row, layout.first_row(b)));
+              progress(rows_done.fetch_add(block_rows) + block_rows);
+            }
           }
-          generate_household(h, lau2, household);
-          SDC_CHECK(household.size == size, "the counting pass and the generation agree");
-          const std::int32_t nuts3 = geography_.nuts3_of_lau2[static_cast<std::size_t>(lau2)];
-          const std::int32_t nuts2 = CensusGeography::nuts2_of_nuts3(nuts3);
-          const double w = is_sample() ? 1.0 / inclusion_probability(nuts2) : 1.0;
-          const std::int32_t hsize = household.type == code::kInstitutional ? code::kInstitutionalSizeCode : size - 1;
-          for (std::int32_t p = 0; p < size; ++p, ++row) {
-            if (row < first_row || row >= end_row) continue;
-            const auto i = static_cast<std::size_t>(row - first_row);
-            const auto& x = household.persons[static_cast<std::size_t>(p)];
-            hid[i] = h;
-            cat[kNuts1][i] = CensusGeography::nuts1_of_nuts3(nuts3);
-            cat[kNuts2][i] = nuts2;
-            cat[kNuts3][i] = nuts3;
-            cat[kLau2][i] = lau2;
-            cat[kSex][i] = x.sex;
-            cat[kAge][i] = x.age;
-            cat[kAgegroup][i] = x.age / 5;
-            cat[kMarstat][i] = x.marstat;
-            cat[kCitizenship][i] = x.citizenship;
-            cat[kEducation][i] = x.education;
-            cat[kOccupation][i] = x.occupation;
-            cat[kHtype][i] = household.type;
-            cat[kHsize][i] = hsize;
-            income[i] = x.income;
-            expenditure[i] = x.expenditure;
-            savings[i] = x.savings;
-            weight[i] = w;
-          }
-        }
-        if (progress) {
-          const std::int64_t block_rows = std::max<std::int64_t>(
-              0, std::min(end_row, layout.first_row(b + 1)) - std::max(first_row, layout.first_row(b)));
-          progress(rows_done.fetch_add(block_rows) + block_rows);
-        }
-      }
-    });
+        });
   }
 
   auto infos = variables();
   Table table("generated census", row_count, first_row);
   std::size_t next_cat = 0;
   for (auto& info : infos) {
-    if (info.type == VariableType::kId) table.add_column(Column::id(std::move(info), std::move(hid)));
-    else if (info.type == VariableType::kCategorical) table.add_column(Column::categorical(std::move(info), std::move(cat[next_cat++])));
-    else if (info.name == "income") table.add_column(Column::continuous(std::move(info), std::move(income)));
-    else if (info.name == "expenditure") table.add_column(Column::continuous(std::move(info), std::move(expenditure)));
-    else if (info.name == "savings") table.add_column(Column::continuous(std::move(info), std::move(savings)));
-    else table.add_column(Column::continuous(std::move(info), std::move(weight)));
+    if (info.type == VariableType::kId)
+      table.add_column(Column::id(std::move(info), std::move(hid)));
+    else if (info.type == VariableType::kCategorical)
+      table.add_column(Column::categorical(std::move(info), std::move(cat[next_cat++])));
+    else if (info.name == "income")
+      table.add_column(Column::continuous(std::move(info), std::move(income)));
+    else if (info.name == "expenditure")
+      table.add_column(Column::continuous(std::move(info), std::move(expenditure)));
+    else if (info.name == "savings")
+      table.add_column(Column::continuous(std::move(info), std::move(savings)));
+    else
+      table.add_column(Column::continuous(std::move(info), std::move(weight)));
   }
   return table;
 }
 
 std::vector<VariableInfo> CensusGenerator::variables() const {
   std::vector<VariableInfo> out;
-  const auto add = [&](std::string name, VariableType type, VariableRole role, std::vector<std::string> levels = {}, int level = 0) {
+  const auto add = [&](std::string name, VariableType type, VariableRole role, std::vector<std::string> levels = {},
+                       int level = 0) {
     VariableInfo info;
     info.name = std::move(name);
     info.type = type;
@@ -783,17 +832,22 @@ std::vector<VariableInfo> CensusGenerator::variables() const {
   key("sex", {"male", "female"});
   std::vector<std::string> ages, bands;
   for (int a = 0; a <= code::kMaxAge; ++a) ages.push_back(std::to_string(a));
-  for (int a = 0; a <= code::kMaxAge; a += 5) bands.push_back("[" + std::to_string(a) + "," + std::to_string(a + 5) + ")");
+  for (int a = 0; a <= code::kMaxAge; a += 5)
+    bands.push_back("[" + std::to_string(a) + "," + std::to_string(a + 5) + ")");
   key("age", ages);
   key("agegroup", bands);
   key("marstat", {"single", "married", "divorced", "widowed"});
   std::vector<std::string> citizenship{"NAT"};
-  for (int c = 1; c <= code::kForeignCitizenships; ++c) citizenship.push_back((c < 10 ? "F0" : "F") + std::to_string(c));
+  for (int c = 1; c <= code::kForeignCitizenships; ++c)
+    citizenship.push_back((c < 10 ? "F0" : "F") + std::to_string(c));
   key("citizenship", citizenship);
-  key("education", {"not-applicable", "none", "primary", "lower-secondary", "upper-secondary", "post-secondary", "tertiary"});
-  key("occupation", {"child", "student", "retired", "not-employed", "managers", "professionals", "technicians", "clerical",
-                     "service-sales", "agriculture", "craft-trades", "operators", "elementary", "armed-forces"});
-  key("htype", {"one-person", "couple-no-children", "couple-with-children", "lone-parent", "other-private", "institutional"});
+  key("education",
+      {"not-applicable", "none", "primary", "lower-secondary", "upper-secondary", "post-secondary", "tertiary"});
+  key("occupation",
+      {"child", "student", "retired", "not-employed", "managers", "professionals", "technicians", "clerical",
+       "service-sales", "agriculture", "craft-trades", "operators", "elementary", "armed-forces"});
+  key("htype",
+      {"one-person", "couple-no-children", "couple-with-children", "lone-parent", "other-private", "institutional"});
   key("hsize", {"1", "2", "3", "4", "5", "6", "7", "8", "10+"});
   add("income", VariableType::kContinuous, VariableRole::kContinuous);
   add("expenditure", VariableType::kContinuous, VariableRole::kContinuous);

@@ -105,12 +105,11 @@ inline constexpr std::int32_t kSingle = 0, kMarried = 1, kDivorced = 2, kWidowed
 inline constexpr std::int32_t kNotApplicable = 0, kNoEducation = 1, kPrimary = 2, kLowerSecondary = 3,
                               kUpperSecondary = 4, kPostSecondary = 5, kTertiary = 6;
 inline constexpr std::int32_t kChild = 0, kStudent = 1, kRetired = 2, kNotEmployed = 3, kManagers = 4,
-                              kProfessionals = 5, kTechnicians = 6, kClerical = 7, kServiceSales = 8,
-                              kAgriculture = 9, kCraftTrades = 10, kOperators = 11, kElementary = 12,
-                              kArmedForces = 13;
+                              kProfessionals = 5, kTechnicians = 6, kClerical = 7, kServiceSales = 8, kAgriculture = 9,
+                              kCraftTrades = 10, kOperators = 11, kElementary = 12, kArmedForces = 13;
 inline constexpr std::int32_t kOnePerson = 0, kCoupleNoChildren = 1, kCoupleWithChildren = 2, kLoneParent = 3,
                               kOtherPrivate = 4, kInstitutional = 5;
-inline constexpr std::int32_t kNational = 0;  ///< citizenship; foreign codes 1..40 are F01..F40
+inline constexpr std::int32_t kNational = 0;               ///< citizenship; foreign codes 1..40 are F01..F40
 inline constexpr std::int32_t kFirstRareCitizenship = 16;  ///< F16..F40 live in a few areas each
 inline constexpr std::int32_t kForeignCitizenships = 40;
 inline constexpr std::int32_t kInstitutionalSizeCode = 8;  ///< hsize "10+"
@@ -164,10 +163,10 @@ class CensusGenerator {
 
   CensusOptions options_;
   CensusGeography geography_;
-  std::vector<double> inclusion_;         ///< per nuts2
+  std::vector<double> inclusion_;                ///< per nuts2
   std::vector<RareCitizenshipHome> rare_homes_;  ///< sorted by lau2, then citizenship
-  std::vector<std::int32_t> rare_first_;  ///< per lau2 + 1: its entries in rare_homes_
-  std::int32_t foreign_city_ranks_ = 0;   ///< areas of size rank below this have the city foreign share
+  std::vector<std::int32_t> rare_first_;         ///< per lau2 + 1: its entries in rare_homes_
+  std::int32_t foreign_city_ranks_ = 0;          ///< areas of size rank below this have the city foreign share
 };
 
 /// Counts, layout and all rows in one process (tests, benchmarks): count_blocks over every block, then

@@ -1,7 +1,7 @@
 #include "kernels/perturbation/pram.h"
 
-#include <Eigen/LU>
 #include <tbb/parallel_for.h>
+#include <Eigen/LU>
 
 #include <algorithm>
 #include <cmath>
@@ -167,7 +167,8 @@ std::optional<MatrixRowProblem> pram_check_matrix(const PramMatrix& p, double to
     ExactSum sum;
     for (Eigen::Index col = 0; col < p.cols(); ++col) {
       const double v = p(row, col);
-      if (!std::isfinite(v)) return MatrixRowProblem{row, "entry " + std::to_string(col + 1) + " is not a finite number"};
+      if (!std::isfinite(v))
+        return MatrixRowProblem{row, "entry " + std::to_string(col + 1) + " is not a finite number"};
       if (v < 0.0) return MatrixRowProblem{row, "entry " + std::to_string(col + 1) + " is negative"};
       sum.add(v);
     }
@@ -311,7 +312,7 @@ std::optional<Eigen::MatrixXd> pram_estimate_variance(const PramMatrix& p, std::
 }
 
 std::optional<Eigen::VectorXd> pram_estimate_variance_diagonal(const PramMatrix& p,
-                                                                std::span<const std::int64_t> original) {
+                                                               std::span<const std::int64_t> original) {
   const auto inverse = inverse_of(p);
   if (!inverse) return std::nullopt;
   const Eigen::MatrixXd squared = inverse->array().square().matrix();
@@ -377,9 +378,9 @@ std::int64_t pram_draw_in_blocks(std::span<const std::int32_t> original, std::sp
   tbb::parallel_for(std::size_t{0}, blocks, [&](std::size_t b) {
     const std::size_t begin = b * kDrawBlock;
     const std::size_t size = std::min(kDrawBlock, n - begin);
-    changes[b] = pram_draw(original.subspan(begin, size), strata.empty() ? strata : strata.subspan(begin, size), samplers,
-                           seed, variable, first_row_id + static_cast<std::int64_t>(begin), released.subspan(begin, size),
-                           changed.subspan(begin, size));
+    changes[b] = pram_draw(original.subspan(begin, size), strata.empty() ? strata : strata.subspan(begin, size),
+                           samplers, seed, variable, first_row_id + static_cast<std::int64_t>(begin),
+                           released.subspan(begin, size), changed.subspan(begin, size));
   });
   std::int64_t total = 0;
   for (std::int64_t c : changes) total += c;

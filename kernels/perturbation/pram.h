@@ -112,7 +112,8 @@ class PramSampler {
     const auto k = static_cast<std::size_t>(categories_);
     const auto column = static_cast<std::size_t>((static_cast<PramWide>(column_bits) * k) >> 64);
     const std::size_t cell = static_cast<std::size_t>(from) * k + column;
-    const auto coin = static_cast<std::uint64_t>((static_cast<PramWide>(coin_bits) * totals_[static_cast<std::size_t>(from)]) >> 64);
+    const auto coin =
+        static_cast<std::uint64_t>((static_cast<PramWide>(coin_bits) * totals_[static_cast<std::size_t>(from)]) >> 64);
     return coin < thresholds_[cell] ? static_cast<std::int32_t>(column) : aliases_[cell];
   }
 
@@ -157,7 +158,7 @@ std::optional<Eigen::MatrixXd> pram_estimate_variance(const PramMatrix& p, std::
 /// The diagonal of Var(T̂) alone, Var(T̂)_kk = Σ_m T_m Σ_j p_mj (P⁻¹)_jk² − T_k (from P P⁻¹ = I): O(K²)
 /// after the inverse, without the K×K products. None when P is singular.
 std::optional<Eigen::VectorXd> pram_estimate_variance_diagonal(const PramMatrix& p,
-                                                                std::span<const std::int64_t> original);
+                                                               std::span<const std::int64_t> original);
 
 // ---- PRAM risk (de Wolf, after Rienstra) ----
 
@@ -171,11 +172,11 @@ PramRisk pram_risk(const PramMatrix& p, std::span<const std::int64_t> original, 
 // ---- information loss on a one-way table (perturbation.md §1, "PRAM information loss") ----
 
 struct PramInformationLoss {
-  double rd = 0.0;   ///< median over T(k) > 0 of |T(k) − T̂(k)| / T(k); NaN without such cells
-  double mrd = 0.0;  ///< maximum of those
+  double rd = 0.0;            ///< median over T(k) > 0 of |T(k) − T̂(k)| / T(k); NaN without such cells
+  double mrd = 0.0;           ///< maximum of those
   std::int64_t infinite = 0;  ///< #Inf: cells with T(k) = 0 but |T̂(k)| > 1e-9·max(1, N) (rounding of the solve)
-  double cv = 0.0;   ///< median over T(k) > 0 of sqrt(Var(T̂)(k,k)) / T(k)
-  double mcv = 0.0;  ///< maximum of those
+  double cv = 0.0;            ///< median over T(k) > 0 of sqrt(Var(T̂)(k,k)) / T(k)
+  double mcv = 0.0;           ///< maximum of those
 };
 /// `estimate` T̂ and `variance` the diagonal of Var(T̂), both of length K. Medians of an even number of
 /// cells average the two middle values (R's median).

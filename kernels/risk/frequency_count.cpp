@@ -46,9 +46,7 @@ FrequencyClasses frequency_count_merged(const FrequencyClasses& a, const Frequen
   };
   std::size_t i = 0, j = 0;
   while (i < a.class_count() || j < b.class_count()) {
-    const int order = i == a.class_count()   ? 1
-                      : j == b.class_count() ? -1
-                                             : compare_key_tuples(a.key(i), b.key(j));
+    const int order = i == a.class_count() ? 1 : j == b.class_count() ? -1 : compare_key_tuples(a.key(i), b.key(j));
     if (order < 0) {
       take(a, i++);
     } else if (order > 0) {
@@ -65,7 +63,9 @@ FrequencyClasses frequency_count_merged(const FrequencyClasses& a, const Frequen
 
 }  // namespace
 
-void frequency_count_merge(FrequencyClasses& into, const FrequencyClasses& from) { into = frequency_count_merged(into, from); }
+void frequency_count_merge(FrequencyClasses& into, const FrequencyClasses& from) {
+  into = frequency_count_merged(into, from);
+}
 
 RecordFrequencies frequency_count_assign(std::span<const std::uint32_t> record_class,
                                          std::span<const std::int64_t> class_counts,

@@ -56,8 +56,8 @@ RecordFrequencies frequency_count_assign(std::span<const std::uint32_t> record_c
 struct FrequencySummary {
   std::int64_t records = 0;
   std::int64_t classes = 0;
-  std::int64_t sample_uniques = 0;           ///< records (= classes) with f_k = 1
-  std::int64_t records_below_k = 0;          ///< records in classes with f_k < k
+  std::int64_t sample_uniques = 0;   ///< records (= classes) with f_k = 1
+  std::int64_t records_below_k = 0;  ///< records in classes with f_k < k
   std::int64_t classes_below_k = 0;
   std::int64_t k = 0;
 };

@@ -67,8 +67,7 @@ std::vector<double> household_risk(std::span<const std::int64_t> household_ids, 
       for (std::size_t i = begin; i < end; ++i) log_survive += std::log1p(-risk[i]);
       value = -std::expm1(log_survive);
     }
-    std::fill(out.begin() + static_cast<std::ptrdiff_t>(begin), out.begin() + static_cast<std::ptrdiff_t>(end),
-              value);
+    std::fill(out.begin() + static_cast<std::ptrdiff_t>(begin), out.begin() + static_cast<std::ptrdiff_t>(end), value);
     begin = end;
   }
   return out;
@@ -105,7 +104,8 @@ GlobalRisk global_risk_finalize(const GlobalRiskPartial& total) {
 RiskHistogram risk_histogram_local(std::span<const double> risk) {
   std::vector<RiskHistogram> round(block_count(risk.size()));
   if (round.empty()) return {};
-  tbb::parallel_for(std::size_t{0}, round.size(), [&](std::size_t b) { round[b] = histogram_of_block(block(risk, b)); });
+  tbb::parallel_for(std::size_t{0}, round.size(),
+                    [&](std::size_t b) { round[b] = histogram_of_block(block(risk, b)); });
   while (round.size() > 1) {
     std::vector<RiskHistogram> next((round.size() + 1) / 2);
     tbb::parallel_for(std::size_t{0}, next.size(), [&](std::size_t i) {
@@ -147,7 +147,7 @@ void risk_histogram_merge(RiskHistogram& into, const RiskHistogram& from) { into
 RiskThreshold risk_threshold(const RiskHistogram& histogram, double rho) {
   if (!(rho > 0.0 && rho < 1.0))
     throw ParameterError("risk threshold: the target global risk must lie strictly between 0 and 1, got " +
-                     std::to_string(rho));
+                         std::to_string(rho));
   const std::size_t distinct = histogram.values.size();
   // rest[d] = Σ of the risks at or below values[d] (= S_rest(j) at the run's first position j).
   std::vector<ExactSum> rest(distinct + 1);

@@ -12,7 +12,7 @@ namespace {
 constexpr int kGaussPoints = 16;
 
 struct GaussLegendreRule {
-  std::array<double, kGaussPoints> nodes{};    // on [-1, 1]
+  std::array<double, kGaussPoints> nodes{};  // on [-1, 1]
   std::array<double, kGaussPoints> weights{};
 };
 

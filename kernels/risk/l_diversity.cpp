@@ -88,9 +88,7 @@ SensitiveClasses l_diversity_merged(const SensitiveClasses& a, const SensitiveCl
   std::size_t i = 0;
   std::size_t j = 0;
   while (i < a.class_count() || j < b.class_count()) {
-    const int order = i == a.class_count()   ? 1
-                      : j == b.class_count() ? -1
-                                             : compare_key_tuples(a.key(i), b.key(j));
+    const int order = i == a.class_count() ? 1 : j == b.class_count() ? -1 : compare_key_tuples(a.key(i), b.key(j));
     if (order < 0) {
       append_class_of(out, a, i++);
     } else if (order > 0) {

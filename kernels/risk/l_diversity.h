@@ -32,7 +32,7 @@ namespace sdc {
 /// Classes sorted by key tuple; per class its sensitive categories ascending by code (missing first).
 struct SensitiveClasses {
   std::size_t key_count = 0;
-  std::vector<std::int32_t> class_keys;         ///< class c's tuple: [c*key_count, (c+1)*key_count)
+  std::vector<std::int32_t> class_keys;          ///< class c's tuple: [c*key_count, (c+1)*key_count)
   std::vector<std::size_t> category_offsets{0};  ///< class c: categories [offsets[c], offsets[c+1])
   std::vector<std::int32_t> categories;          ///< sensitive code, kMissingCode for missing
   std::vector<std::int64_t> category_counts;

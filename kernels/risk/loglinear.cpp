@@ -93,8 +93,12 @@ class GridWalker {
  public:
   GridWalker(const LogLinearModelSpec& spec, std::span<const TableLayout> tables, std::size_t generator_count,
              const std::vector<std::vector<double>>& factors, std::uint64_t start)
-      : levels_(spec.level_counts), factors_(factors), generator_count_(generator_count),
-        codes_(spec.key_count()), index_(tables.size(), 0), touches_(spec.key_count()) {
+      : levels_(spec.level_counts),
+        factors_(factors),
+        generator_count_(generator_count),
+        codes_(spec.key_count()),
+        index_(tables.size(), 0),
+        touches_(spec.key_count()) {
     decode_linear_index(spec, start, codes_);
     for (std::size_t t = 0; t < tables.size(); ++t) {
       index_[t] = table_index(tables[t], codes_);
@@ -183,8 +187,9 @@ void stream_chunks(const LogLinearModelSpec& spec, std::span<const TableLayout> 
                     });
 }
 
-std::vector<double> stream_fitted_margin(const LogLinearModelSpec& spec, const std::vector<std::vector<double>>& factors,
-                                         const TableLayout& target, const std::vector<std::uint64_t>& structural) {
+std::vector<double> stream_fitted_margin(const LogLinearModelSpec& spec,
+                                         const std::vector<std::vector<double>>& factors, const TableLayout& target,
+                                         const std::vector<std::uint64_t>& structural) {
   std::vector<TableLayout> tables = generator_layouts(spec);
   tables.push_back(target);
   const std::size_t target_table = tables.size() - 1;
@@ -299,8 +304,7 @@ std::optional<std::vector<EliminationStep>> loglinear_elimination_plan(const Log
       for (std::size_t j : scope) cost *= spec.level_counts[j];
       if (scope.empty()) cost = 0.0;
       // Of equal work, the key with most levels leaves the smallest table.
-      if (cost < best_cost ||
-          (cost == best_cost && spec.level_counts[v] > spec.level_counts[remaining[best]])) {
+      if (cost < best_cost || (cost == best_cost && spec.level_counts[v] > spec.level_counts[remaining[best]])) {
         best_cost = cost;
         best = r;
         best_union.assign(scope.begin(), scope.end());
@@ -504,10 +508,11 @@ LogLinearModelSpec canonical_model(const LogLinearModelSpec& spec) {
     keys.erase(std::unique(keys.begin(), keys.end()), keys.end());
     if (keys.back() >= m) {
       throw ParameterError("log-linear model: generator " + std::to_string(g) + " names key " +
-                       std::to_string(keys.back()) + " of " + std::to_string(m));
+                           std::to_string(keys.back()) + " of " + std::to_string(m));
     }
     if (layout_of(spec, keys).size > kMaxMarginCells) {
-      throw ParameterError("log-linear model: the margin of generator " + std::to_string(g) + " has more than 2^28 cells");
+      throw ParameterError("log-linear model: the margin of generator " + std::to_string(g) +
+                           " has more than 2^28 cells");
     }
     sorted.push_back(std::move(keys));
   }
@@ -534,8 +539,8 @@ LogLinearModelSpec canonical_model(const LogLinearModelSpec& spec) {
   for (std::size_t i = 0; i < spec.structural_zeros.size(); ++i) {
     const std::size_t j = i % m;
     if (spec.structural_zeros[i] < 0 || spec.structural_zeros[i] >= spec.level_counts[j]) {
-      throw ParameterError("log-linear model: structural zero " + std::to_string(i / m) + " lies outside the levels of key " +
-                       std::to_string(j));
+      throw ParameterError("log-linear model: structural zero " + std::to_string(i / m) +
+                           " lies outside the levels of key " + std::to_string(j));
     }
   }
   std::vector<std::uint64_t> zeros = structural_linear(spec);
@@ -765,8 +770,8 @@ LogLinearSelection select_loglinear_model(std::span<const LogLinearModelSpec> ca
     const LogLinearModelSpec spec = canonical_model(candidate);
     const MarginCounts observed = loglinear_margins_from_classes(spec, classes);
     const LogLinearFit fit = fit_loglinear(spec, observed, options);
-    scores.push_back(score_loglinear_model(spec, fit, loglinear_loglik_local(spec, fit, classes), saturated,
-                                           observed.total()));
+    scores.push_back(
+        score_loglinear_model(spec, fit, loglinear_loglik_local(spec, fit, classes), saturated, observed.total()));
   }
   return choose_loglinear_model(scores);
 }
@@ -899,7 +904,8 @@ ParametricDraw draw_parametric_replicate(const LogLinearModelSpec& spec, const L
                                          std::uint64_t replicate, std::uint64_t cell_begin, std::uint64_t cell_end) {
   check_fit_shape(spec, fit);
   const std::uint64_t grid = loglinear_grid_size(spec);
-  if (cell_begin > cell_end || cell_end > grid) throw ParameterError("parametric bootstrap: cell range outside the grid");
+  if (cell_begin > cell_end || cell_end > grid)
+    throw ParameterError("parametric bootstrap: cell range outside the grid");
   const auto layouts = generator_layouts(spec);
   const auto structural = structural_linear(spec);
   const RecordRng rng(seed, StepId::kBootstrapParametric);
@@ -918,7 +924,8 @@ ParametricDraw draw_parametric_replicate(const LogLinearModelSpec& spec, const L
       partial_uniques[i].clear();
     }
     stream_chunks(spec, layouts, fit.factors, structural, cell_begin, cell_end, chunk_cells,
-                  static_cast<std::size_t>(first), batch, [&](std::size_t slot, GridWalker& walker, std::uint64_t cell) {
+                  static_cast<std::size_t>(first), batch,
+                  [&](std::size_t slot, GridWalker& walker, std::uint64_t cell) {
                     const std::int64_t count =
                         poisson_draw(rng, {.unit = cell, .draw = 0, .replicate = replicate, .attempt = 0}, walker.mu());
                     if (count == 0) return;

@@ -130,8 +130,8 @@ struct LogLinearFit {
   std::vector<std::vector<double>> factors;  ///< u_g per margin cell of generator g of the canonical spec
   int sweeps = 0;                            ///< full IPF sweeps run
   bool converged = false;
-  double max_relative_change = 0.0;          ///< of the last sweep
-  double fitted_total = 0.0;                 ///< Σ μ over the non-structural grid cells
+  double max_relative_change = 0.0;                              ///< of the last sweep
+  double fitted_total = 0.0;                                     ///< Σ μ over the non-structural grid cells
   FittedMarginMethod method = FittedMarginMethod::kElimination;  ///< of the last fitted margin
 };
 
@@ -143,8 +143,7 @@ LogLinearFit fit_loglinear(const LogLinearModelSpec& spec, const MarginCounts& o
 
 /// Σ μ over the grid cells outside `keys`, as a dense table over `keys` (strictly increasing indices).
 std::vector<double> loglinear_fitted_margin(const LogLinearModelSpec& spec, const LogLinearFit& fit,
-                                            std::span<const std::size_t> keys,
-                                            const LogLinearFitOptions& options = {});
+                                            std::span<const std::size_t> keys, const LogLinearFitOptions& options = {});
 
 /// μ of one cell: Π_g u_g(k_g); 0 for a structural zero.
 double loglinear_fitted_cell(const LogLinearModelSpec& spec, const LogLinearFit& fit,
@@ -202,8 +201,7 @@ LogLinearSelection choose_loglinear_model(std::span<const LogLinearScore> scores
 /// The whole selection on one block (tests, single-process callers): canonicalises and fits every
 /// candidate on the margins of `classes`, scores it, chooses.
 LogLinearSelection select_loglinear_model(std::span<const LogLinearModelSpec> candidates,
-                                          const LogLinearClasses& classes,
-                                          const LogLinearFitOptions& options = {});
+                                          const LogLinearClasses& classes, const LogLinearFitOptions& options = {});
 
 // ---- risk ----
 
@@ -224,8 +222,8 @@ struct UniqueRisk {
 UniqueRisk loglinear_unique_risk(double mu, double sampling_fraction);
 
 struct LogLinearRiskPartial {
-  ExactSum tau1;                  ///< native: Σ e^{−v}; compat: the numerator of gr1
-  ExactSum tau2;                  ///< native: Σ (1 − e^{−v})/v; compat: the numerator of gr2
+  ExactSum tau1;  ///< native: Σ e^{−v}; compat: the numerator of gr1
+  ExactSum tau2;  ///< native: Σ (1 − e^{−v})/v; compat: the numerator of gr2
   std::int64_t sample_uniques = 0;
   std::int64_t kept_classes = 0;  ///< compat: K'
   bool unit_inclusion = false;    ///< compat: a kept class has π̃ = 1 (gr2 becomes NaN)
@@ -252,16 +250,15 @@ LogLinearRisk loglinear_risk_finalize(const LogLinearRiskPartial& total, const L
 std::int64_t poisson_draw(const RecordRng& rng, DrawCounter counter, double mean);
 
 struct ParametricDraw {
-  MarginCounts margins;                    ///< observed margins of f* (for the refit)
-  std::vector<std::uint64_t> unique_cells; ///< linear grid indices with f* = 1, increasing
+  MarginCounts margins;                     ///< observed margins of f* (for the refit)
+  std::vector<std::uint64_t> unique_cells;  ///< linear grid indices with f* = 1, increasing
 };
 
 /// f*_k ~ Poisson(μ_k) for the grid cells with linear index in [cell_begin, cell_end), streamed in
 /// chunks. Counter: RecordRng(seed, kBootstrapParametric), unit = linear grid index, replicate = b.
 /// Ranges merge: add the margins, concatenate the uniques in range order.
-ParametricDraw draw_parametric_replicate(const LogLinearModelSpec& spec, const LogLinearFit& fit,
-                                         std::uint64_t seed, std::uint64_t replicate,
-                                         std::uint64_t cell_begin, std::uint64_t cell_end);
+ParametricDraw draw_parametric_replicate(const LogLinearModelSpec& spec, const LogLinearFit& fit, std::uint64_t seed,
+                                         std::uint64_t replicate, std::uint64_t cell_begin, std::uint64_t cell_end);
 
 struct TauReplicate {
   double tau1 = 0.0;

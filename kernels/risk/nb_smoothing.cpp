@@ -182,10 +182,11 @@ Eigen::VectorXd ridge_solve(const Eigen::MatrixXd& negated_hessian, const Eigen:
 
 std::vector<std::int32_t> nb_neighbourhood_offsets(const NbNeighbourhoodShape& shape) {
   if (shape.sup_radius < 0)
-    throw ParameterError("NB smoothing: the neighbourhood radius c must be >= 0, got " + std::to_string(shape.sup_radius));
+    throw ParameterError("NB smoothing: the neighbourhood radius c must be >= 0, got " +
+                         std::to_string(shape.sup_radius));
   if (shape.l1_radius && *shape.l1_radius < 0)
     throw ParameterError("NB smoothing: the neighbourhood l1 radius d must be >= 0, got " +
-                     std::to_string(*shape.l1_radius));
+                         std::to_string(*shape.l1_radius));
   const std::size_t v = shape.varying_keys;
   const std::int32_t c = shape.sup_radius;
   std::vector<std::int32_t> offsets;
@@ -206,7 +207,8 @@ std::vector<std::int32_t> nb_neighbourhood_offsets(const NbNeighbourhoodShape& s
 Eigen::MatrixXd nb_design_matrix(std::span<const std::int32_t> offsets, std::size_t varying_keys,
                                  std::int32_t polynomial_degree) {
   if (polynomial_degree < 1)
-    throw ParameterError("NB smoothing: the polynomial degree t must be >= 1, got " + std::to_string(polynomial_degree));
+    throw ParameterError("NB smoothing: the polynomial degree t must be >= 1, got " +
+                         std::to_string(polynomial_degree));
   const auto t = static_cast<std::size_t>(polynomial_degree);
   const std::size_t rows = varying_keys == 0 ? 1 : offsets.size() / varying_keys;
   const auto columns = static_cast<Eigen::Index>(1 + varying_keys * t);
@@ -386,8 +388,8 @@ void validate(const NbSampleClasses& classes) {
   SDC_CHECK(classes.ordinal_keys.size() == n * classes.ordinal_key_count, "ordinal key codes: one tuple per class");
   SDC_CHECK(classes.ordinal_levels.size() == classes.ordinal_key_count, "one level count per ordinal key");
   if (classes.sampling_fraction.size() != 1 && classes.sampling_fraction.size() != n)
-    throw InvalidInput("NB smoothing: the sampling fraction must be one value or one per class (" +
-                       std::to_string(n) + " classes), got " + std::to_string(classes.sampling_fraction.size()));
+    throw InvalidInput("NB smoothing: the sampling fraction must be one value or one per class (" + std::to_string(n) +
+                       " classes), got " + std::to_string(classes.sampling_fraction.size()));
   for (std::size_t j = 0; j < classes.ordinal_key_count; ++j)
     if (classes.ordinal_levels[j] < 1)
       throw InvalidInput("NB smoothing: " + ordinal_key_label(classes, j) + " has no levels");
@@ -405,8 +407,7 @@ void validate(const NbSampleClasses& classes) {
   for (std::size_t c = 0; c < classes.sampling_fraction.size(); ++c) {
     const double pi = classes.sampling_fraction[c];
     if (!(pi > 0.0 && pi <= 1.0))
-      throw InvalidInput("NB smoothing: the sampling fraction of class " + std::to_string(c) +
-                         " must lie in (0, 1]");
+      throw InvalidInput("NB smoothing: the sampling fraction of class " + std::to_string(c) + " must lie in (0, 1]");
   }
 }
 
@@ -415,8 +416,7 @@ void validate(const NbSampleClasses& classes) {
 NbSmoothingLocal nb_smoothing_local(const NbSampleClasses& classes, const NbSmoothingOptions& options) {
   const std::size_t n = classes.class_count();
   const std::size_t v = classes.ordinal_key_count;
-  const std::vector<std::int32_t> offsets =
-      nb_neighbourhood_offsets({v, options.sup_radius, options.l1_radius});
+  const std::vector<std::int32_t> offsets = nb_neighbourhood_offsets({v, options.sup_radius, options.l1_radius});
   const Eigen::MatrixXd design = nb_design_matrix(offsets, v, options.polynomial_degree);
   validate(classes);
 
@@ -444,16 +444,17 @@ NbSmoothingLocal nb_smoothing_local(const NbSampleClasses& classes, const NbSmoo
     stride[j] = ordinal_space;
     const auto levels = static_cast<std::uint64_t>(classes.ordinal_levels[j]);
     if (ordinal_space > kCodeLimit / levels)
-      throw ParameterError("NB smoothing: the ordinal keys span more than 2^62 cells; use fewer or coarser ordinal keys");
+      throw ParameterError(
+          "NB smoothing: the ordinal keys span more than 2^62 cells; use fewer or coarser ordinal keys");
     ordinal_space *= levels;
   }
   if (groups > 0 && ordinal_space > kCodeLimit / groups)
-    throw ParameterError("NB smoothing: the fixed-key groups times the ordinal cells exceed 2^62; "
-                     "split the classes by their fixed keys first");
+    throw ParameterError(
+        "NB smoothing: the fixed-key groups times the ordinal cells exceed 2^62; "
+        "split the classes by their fixed keys first");
   const auto cell_code = [&](std::size_t c) {
     std::uint64_t code = group[c] * ordinal_space;
-    for (std::size_t j = 0; j < v; ++j)
-      code += static_cast<std::uint64_t>(classes.ordinal_keys[c * v + j]) * stride[j];
+    for (std::size_t j = 0; j < v; ++j) code += static_cast<std::uint64_t>(classes.ordinal_keys[c * v + j]) * stride[j];
     return code;
   };
 
@@ -507,8 +508,8 @@ NbSmoothingLocal nb_smoothing_local(const NbSampleClasses& classes, const NbSmoo
       } else {
         fit = nb_fit_local_model(design(kept_rows, Eigen::all), f);
       }
-      const double pi = classes.sampling_fraction.size() == 1 ? classes.sampling_fraction[0]
-                                                              : classes.sampling_fraction[k];
+      const double pi =
+          classes.sampling_fraction.size() == 1 ? classes.sampling_fraction[0] : classes.sampling_fraction[k];
       local.risk[u] = nb_unique_risk(std::exp(fit.theta[0]), 1.0 / fit.a, pi);
       local.iterations[u] = fit.iterations;
       converged[u] = fit.converged ? 1 : 0;

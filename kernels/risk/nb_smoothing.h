@@ -43,9 +43,9 @@ enum class OutOfRangeCells {
 };
 
 struct NbNeighbourhoodShape {
-  std::size_t varying_keys = 0;            ///< number of ordinal keys v
-  std::int32_t sup_radius = 2;             ///< c: max_j |δ_j| <= c
-  std::optional<std::int32_t> l1_radius = std::nullopt;   ///< d: Σ_j |δ_j| <= d, when set
+  std::size_t varying_keys = 0;                          ///< number of ordinal keys v
+  std::int32_t sup_radius = 2;                           ///< c: max_j |δ_j| <= c
+  std::optional<std::int32_t> l1_radius = std::nullopt;  ///< d: Σ_j |δ_j| <= d, when set
 };
 
 /// The offsets δ ∈ Z^v of a neighbourhood, in lexicographic order (the zero offset included).
@@ -72,7 +72,7 @@ NbLikelihood nb_log_likelihood(const Eigen::MatrixXd& design, std::span<const do
 double nb_log_likelihood_value(const Eigen::MatrixXd& design, std::span<const double> f, double a,
                                const Eigen::VectorXd& theta);
 
-inline constexpr double kNbMinA = 1e-6;      ///< bounds on a = 1/α (§8.6)
+inline constexpr double kNbMinA = 1e-6;  ///< bounds on a = 1/α (§8.6)
 inline constexpr double kNbMaxA = 1e3;
 inline constexpr double kNbThetaRidge = 1e-6;  ///< ℓ - (λ/2)|θ|² is maximised: finite for any data
 
@@ -94,9 +94,9 @@ NbLocalFit nb_fit_local_model(const Eigen::MatrixXd& design, std::span<const dou
 // ---- risk of a sample unique -------------------------------------------------------------------
 
 struct NbUniqueRisk {
-  double mu = 0.0;     ///< μ_k = E f_k
-  double alpha = 0.0;  ///< α = 1/a
-  double rho = 0.0;    ///< ρ_k = (μ + α)/(μ/π + α) = (Nπβ + 1)/(Nβ + 1)
+  double mu = 0.0;                             ///< μ_k = E f_k
+  double alpha = 0.0;                          ///< α = 1/a
+  double rho = 0.0;                            ///< ρ_k = (μ + α)/(μ/π + α) = (Nπβ + 1)/(Nβ + 1)
   double population_unique_probability = 0.0;  ///< P(F = 1 | f = 1) = ρ^(1+α)
   double expected_inverse_population = 0.0;    ///< E[1/F | f = 1] = ρ(1 - ρ^α)/(α(1 - ρ))
 };
@@ -127,9 +127,9 @@ struct NbSampleClasses {
 };
 
 struct NbSmoothingOptions {
-  std::int32_t sup_radius = 2;            ///< c
+  std::int32_t sup_radius = 2;                           ///< c
   std::optional<std::int32_t> l1_radius = std::nullopt;  ///< d
-  std::int32_t polynomial_degree = 2;     ///< t
+  std::int32_t polynomial_degree = 2;                    ///< t
   OutOfRangeCells out_of_range = OutOfRangeCells::kIncludeAsZero;
 };
 

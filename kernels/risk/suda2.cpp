@@ -28,9 +28,8 @@ constexpr std::uint64_t kPrivateHistogramSpace = std::uint64_t{1} << 12;
 template <typename Body>
 void for_each_word_chunk(std::size_t words, Body&& body) {
   const std::size_t chunks = (words + kChunkWords - 1) / kChunkWords;
-  tbb::parallel_for(std::size_t{0}, chunks, [&](std::size_t c) {
-    body(c, c * kChunkWords, std::min(words, (c + 1) * kChunkWords));
-  });
+  tbb::parallel_for(std::size_t{0}, chunks,
+                    [&](std::size_t c) { body(c, c * kChunkWords, std::min(words, (c + 1) * kChunkWords)); });
 }
 
 std::uint64_t valid_bits(std::size_t records, std::size_t word) {
@@ -39,7 +38,9 @@ std::uint64_t valid_bits(std::size_t records, std::size_t word) {
   return (std::uint64_t{1} << (records - begin)) - 1;
 }
 
-std::uint8_t capped(std::uint64_t count) { return static_cast<std::uint8_t>(std::min<std::uint64_t>(count, kCountMore)); }
+std::uint8_t capped(std::uint64_t count) {
+  return static_cast<std::uint8_t>(std::min<std::uint64_t>(count, kCountMore));
+}
 
 /// Indices of the flagged records, ascending.
 std::vector<std::uint32_t> flagged_records(std::span<const std::uint64_t> flags, std::size_t records) {
@@ -48,7 +49,8 @@ std::vector<std::uint32_t> flagged_records(std::span<const std::uint64_t> flags,
   std::vector<std::size_t> before(chunks + 1, 0);
   for_each_word_chunk(words, [&](std::size_t c, std::size_t begin, std::size_t end) {
     std::size_t count = 0;
-    for (std::size_t w = begin; w < end; ++w) count += static_cast<std::size_t>(std::popcount(flags[w] & valid_bits(records, w)));
+    for (std::size_t w = begin; w < end; ++w)
+      count += static_cast<std::size_t>(std::popcount(flags[w] & valid_bits(records, w)));
     before[c + 1] = count;
   });
   std::partial_sum(before.begin(), before.end(), before.begin());
@@ -86,8 +88,8 @@ void count_dense(const KeyColumns& keys, std::span<const std::size_t> subset, st
   });
 }
 
-void count_by_grouping(const KeyColumns& keys, std::span<const std::size_t> subset, std::span<const std::uint32_t> records,
-                       std::span<std::uint8_t> out) {
+void count_by_grouping(const KeyColumns& keys, std::span<const std::size_t> subset,
+                       std::span<const std::uint32_t> records, std::span<std::uint8_t> out) {
   std::vector<std::vector<std::int32_t>> gathered(subset.size(), std::vector<std::int32_t>(records.size()));
   KeyColumns projected;
   for (std::size_t t = 0; t < subset.size(); ++t) {
@@ -101,7 +103,8 @@ void count_by_grouping(const KeyColumns& keys, std::span<const std::size_t> subs
   }
   const KeyGrouping grouping = group_by_keys(projected);
   tbb::parallel_for(tbb::blocked_range<std::size_t>(0, records.size(), 1 << 14), [&](const auto& range) {
-    for (std::size_t p = range.begin(); p != range.end(); ++p) out[records[p]] = capped(grouping.class_size(grouping.record_class[p]));
+    for (std::size_t p = range.begin(); p != range.end(); ++p)
+      out[records[p]] = capped(grouping.class_size(grouping.record_class[p]));
   });
 }
 
@@ -119,8 +122,10 @@ void count_local(const KeyColumns& keys, std::span<const std::size_t> subset, st
     fits = fits && !__builtin_mul_overflow(space, static_cast<std::uint64_t>(keys.level_counts[j]) + 1U, &space);
   }
   const std::uint64_t dense_limit = std::max(kDenseMinimumSpace, kDenseCountersPerRecord * records.size());
-  if (fits && space <= dense_limit) count_dense(keys, subset, records, space, out);
-  else count_by_grouping(keys, subset, records, out);
+  if (fits && space <= dense_limit)
+    count_dense(keys, subset, records, space, out);
+  else
+    count_by_grouping(keys, subset, records, out);
 }
 
 std::vector<std::size_t> subset_keys(std::uint64_t mask) {
@@ -155,18 +160,19 @@ void validate(const KeyColumns& keys, const Suda2Options& options) {
   const std::size_t m = keys.key_count();
   SDC_CHECK(keys.level_counts.size() == m, "one level count per key");
   if (m == 0) throw ParameterError("suda2: no key variables given");
-  if (m > kMaxKeys) throw ParameterError("suda2: at most " + std::to_string(kMaxKeys) + " key variables, got " + std::to_string(m));
+  if (m > kMaxKeys)
+    throw ParameterError("suda2: at most " + std::to_string(kMaxKeys) + " key variables, got " + std::to_string(m));
   if (options.max_size > m)
-    throw ParameterError("suda2: max_size " + std::to_string(options.max_size) + " exceeds the number of key variables (" +
-                     std::to_string(m) + ")");
+    throw ParameterError("suda2: max_size " + std::to_string(options.max_size) +
+                         " exceeds the number of key variables (" + std::to_string(m) + ")");
   if (!(options.dis_fraction > 0.0 && options.dis_fraction <= 1.0))
     throw ParameterError("suda2: DisFraction (dis_fraction) must lie in (0, 1]");
   const std::size_t max_size = options.max_size == 0 ? m : options.max_size;
   for (std::size_t k = 1; k <= max_size; ++k) {
     if (binomial(m, k - 1) + binomial(m, k) > static_cast<double>(kMaxSubsetsPerLevelPair))
       throw ParameterError("suda2: " + std::to_string(m) + " key variables with max_size " + std::to_string(max_size) +
-                       " need more than " + std::to_string(kMaxSubsetsPerLevelPair) +
-                       " key subsets in two adjacent levels; lower max_size");
+                           " need more than " + std::to_string(kMaxSubsetsPerLevelPair) +
+                           " key subsets in two adjacent levels; lower max_size");
   }
 }
 
@@ -220,20 +226,18 @@ SubsetCounter make_local_subset_counter(const KeyColumns& keys) {
     const bool in_range = tbb::parallel_reduce(
         tbb::blocked_range<std::size_t>(0, keys.record_count(), 1 << 16), true,
         [&](const auto& range, bool ok) {
-          for (std::size_t i = range.begin(); ok && i != range.end(); ++i) ok = keys.codes[j][i] >= -1 && keys.codes[j][i] < levels;
+          for (std::size_t i = range.begin(); ok && i != range.end(); ++i)
+            ok = keys.codes[j][i] >= -1 && keys.codes[j][i] < levels;
           return ok;
         },
         [](bool a, bool b) { return a && b; });
     if (!in_range) throw InvalidInput("suda2: key variable " + std::to_string(j) + " has a code outside its levels");
   }
-  return [&keys](std::span<const std::size_t> subset, std::span<const std::uint64_t> candidates, std::span<std::uint8_t> out) {
-    count_local(keys, subset, candidates, out);
-  };
+  return [&keys](std::span<const std::size_t> subset, std::span<const std::uint64_t> candidates,
+                 std::span<std::uint8_t> out) { count_local(keys, subset, candidates, out); };
 }
 
-double suda2_q(std::size_t key_count) {
-  return 1.0 + (8.0 - static_cast<double>(padded_key_count(key_count))) / 20.0;
-}
+double suda2_q(std::size_t key_count) { return 1.0 + (8.0 - static_cast<double>(padded_key_count(key_count))) / 20.0; }
 
 double suda2_msu_weight(std::size_t key_count, std::size_t size, Suda2Weights weights) {
   const std::size_t m = padded_key_count(key_count);
@@ -333,7 +337,8 @@ Suda2Local suda2_local(const KeyColumns& keys, const SubsetCounter& counter, con
   // Record-local sums, folded in chunk order (exact sums: the order does not change the bits anyway).
   const double q = suda2_q(m);
   std::vector<std::size_t> level_offsets(m + 1, 0);
-  for (std::size_t j = 0; j < m; ++j) level_offsets[j + 1] = level_offsets[j] + static_cast<std::size_t>(keys.level_counts[j]);
+  for (std::size_t j = 0; j < m; ++j)
+    level_offsets[j + 1] = level_offsets[j] + static_cast<std::size_t>(keys.level_counts[j]);
   constexpr std::size_t kChunkRecords = kChunkWords * 64;
   std::vector<ChunkSums> chunks((n + kChunkRecords - 1) / kChunkRecords);
   tbb::parallel_for(std::size_t{0}, chunks.size(), [&](std::size_t c) {
@@ -388,7 +393,8 @@ Suda2Partial suda2_merged(const Suda2Partial& a, const Suda2Partial& b) {
   out.msu_count += b.msu_count;
   for (std::size_t s = 0; s < out.msus_by_size.size(); ++s) out.msus_by_size[s] += b.msus_by_size[s];
   for (std::size_t j = 0; j < out.key_contribution.size(); ++j) out.key_contribution[j].merge(b.key_contribution[j]);
-  for (std::size_t l = 0; l < out.level_contribution.size(); ++l) out.level_contribution[l].merge(b.level_contribution[l]);
+  for (std::size_t l = 0; l < out.level_contribution.size(); ++l)
+    out.level_contribution[l].merge(b.level_contribution[l]);
   return out;
 }
 

@@ -69,10 +69,10 @@ enum class Suda2Weights {
 };
 
 struct Suda2Options {
-  std::size_t max_size = 0;     ///< largest MSU size searched, 1..M; 0 = M
-  double dis_fraction = 0.01;   ///< phi, the sampling fraction (DisFraction), in (0, 1]
+  std::size_t max_size = 0;    ///< largest MSU size searched, 1..M; 0 = M
+  double dis_fraction = 0.01;  ///< phi, the sampling fraction (DisFraction), in (0, 1]
   Suda2Weights weights = Suda2Weights::kElliot;
-  bool contributions = false;   ///< also per-record, per-key contributions and their totals
+  bool contributions = false;  ///< also per-record, per-key contributions and their totals
 };
 
 /// Sample counts capped at three: what a SubsetCounter reports per record.
@@ -110,9 +110,9 @@ SubsetCounter make_local_subset_counter(const KeyColumns& keys);
 
 /// The global sums of SUDA2.
 struct Suda2Partial {
-  std::int64_t unique_records = 0;  ///< U: records unique on all keys
-  std::int64_t pair_records = 0;    ///< D: records in key patterns of exactly two records
-  ExactSum inverse_score_power_sum; ///< A: sum of score^-Q over records with a positive score
+  std::int64_t unique_records = 0;   ///< U: records unique on all keys
+  std::int64_t pair_records = 0;     ///< D: records in key patterns of exactly two records
+  ExactSum inverse_score_power_sum;  ///< A: sum of score^-Q over records with a positive score
   ExactSum score_sum;
   std::int64_t scored_records = 0;  ///< records with a positive score
   std::int64_t msu_count = 0;

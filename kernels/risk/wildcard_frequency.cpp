@@ -28,9 +28,7 @@ std::uint64_t mix(std::uint64_t x) {  // splitmix64 finaliser: spreads keys over
   return x ^ (x >> 31);
 }
 
-KeyMask all_keys(std::size_t key_count) {
-  return key_count >= 64 ? ~KeyMask{0} : (KeyMask{1} << key_count) - 1;
-}
+KeyMask all_keys(std::size_t key_count) { return key_count >= 64 ? ~KeyMask{0} : (KeyMask{1} << key_count) - 1; }
 
 /// How a pattern of mask `other` enters the f of a pattern of mask `self` (self != other), per
 /// risk.md §1; nullopt when it does not enter.
@@ -92,8 +90,10 @@ std::vector<std::uint64_t> packing_radix(std::span<const std::int32_t> level_cou
 
 struct ProjectionTables::Impl {
   virtual ~Impl() = default;
-  virtual void restrict_to(std::uint32_t table, const FrequencyClasses& rows, std::span<const std::uint32_t> indices) = 0;
-  virtual void add_sources(std::uint32_t table, const FrequencyClasses& rows, std::span<const std::uint32_t> indices) = 0;
+  virtual void restrict_to(std::uint32_t table, const FrequencyClasses& rows,
+                           std::span<const std::uint32_t> indices) = 0;
+  virtual void add_sources(std::uint32_t table, const FrequencyClasses& rows,
+                           std::span<const std::uint32_t> indices) = 0;
   virtual const ProjectionTotals* find(std::uint32_t table, std::span<const std::int32_t> pattern) const = 0;
 };
 
@@ -110,14 +110,16 @@ class ShardedTables final : public ProjectionTables::Impl {
   };
 
  public:
-  ShardedTables(const WildcardLattice& lattice, Codec codec) : codec_(std::move(codec)), tables_(lattice.tables.size()) {
+  ShardedTables(const WildcardLattice& lattice, Codec codec)
+      : codec_(std::move(codec)), tables_(lattice.tables.size()) {
     for (std::size_t t = 0; t < tables_.size(); ++t) tables_[t].on = lattice.tables[t].on;
   }
 
   void restrict_to(std::uint32_t t, const FrequencyClasses& rows, std::span<const std::uint32_t> indices) override {
     Table& table = tables_.at(t);
     table.restricted = true;
-    for_each_by_shard(table, rows, indices, [](Map& shard, Key& key, std::uint32_t) { shard.try_emplace(std::move(key)); });
+    for_each_by_shard(table, rows, indices,
+                      [](Map& shard, Key& key, std::uint32_t) { shard.try_emplace(std::move(key)); });
   }
 
   void add_sources(std::uint32_t t, const FrequencyClasses& rows, std::span<const std::uint32_t> indices) override {
@@ -143,7 +145,8 @@ class ShardedTables final : public ProjectionTables::Impl {
   /// Groups the rows by the shard of their key (fixed chunks: histograms, a prefix, a scatter), then
   /// fills the shards in parallel, each by one task: no two tasks touch one map.
   template <typename Body>
-  void for_each_by_shard(Table& table, const FrequencyClasses& rows, std::span<const std::uint32_t> indices, Body&& body) {
+  void for_each_by_shard(Table& table, const FrequencyClasses& rows, std::span<const std::uint32_t> indices,
+                         Body&& body) {
     const std::size_t n = indices.size();
     if (n == 0) return;
     const std::size_t chunks = (n + kChunk - 1) / kChunk;
@@ -179,7 +182,8 @@ class ShardedTables final : public ProjectionTables::Impl {
     tbb::parallel_for(std::size_t{0}, kShards, [&](std::size_t s) {
       Map& shard = table.shards[s];
       if (!table.restricted) shard.reserve(shard.size() + (shard_begin[s + 1] - shard_begin[s]));
-      for (std::uint32_t p = shard_begin[s]; p < shard_begin[s + 1]; ++p) body(shard, keys[order[p]], indices[order[p]]);
+      for (std::uint32_t p = shard_begin[s]; p < shard_begin[s + 1]; ++p)
+        body(shard, keys[order[p]], indices[order[p]]);
     });
   }
 
@@ -204,8 +208,8 @@ void check_wildcard_alpha(double alpha) {
 void check_pattern_codes(const FrequencyClasses& patterns, std::span<const std::int32_t> level_counts) {
   const std::size_t m = patterns.key_count;
   if (m > kMaxWildcardKeys)
-    throw ParameterError("frequency counts with missing keys as wildcards take at most " + std::to_string(kMaxWildcardKeys) +
-                     " key variables, not " + std::to_string(m));
+    throw ParameterError("frequency counts with missing keys as wildcards take at most " +
+                         std::to_string(kMaxWildcardKeys) + " key variables, not " + std::to_string(m));
   SDC_CHECK(level_counts.size() == m, "one level count per key");
   for (std::size_t c = 0; c < patterns.class_count(); ++c) {
     const auto key = patterns.key(c);
@@ -223,7 +227,8 @@ std::size_t WildcardLattice::mask_index(KeyMask mask) const {
 }
 
 std::pair<std::uint32_t, std::uint32_t> WildcardLattice::tables_fed_by(KeyMask mask) const {
-  const auto first = std::partition_point(tables.begin(), tables.end(), [&](const Table& t) { return t.source < mask; });
+  const auto first =
+      std::partition_point(tables.begin(), tables.end(), [&](const Table& t) { return t.source < mask; });
   const auto last = std::partition_point(first, tables.end(), [&](const Table& t) { return t.source == mask; });
   return {static_cast<std::uint32_t>(first - tables.begin()), static_cast<std::uint32_t>(last - tables.begin())};
 }
@@ -278,10 +283,12 @@ ProjectionTables::~ProjectionTables() = default;
 ProjectionTables::ProjectionTables(ProjectionTables&&) noexcept = default;
 ProjectionTables& ProjectionTables::operator=(ProjectionTables&&) noexcept = default;
 
-void ProjectionTables::restrict_to(std::uint32_t table, const FrequencyClasses& rows, std::span<const std::uint32_t> row_indices) {
+void ProjectionTables::restrict_to(std::uint32_t table, const FrequencyClasses& rows,
+                                   std::span<const std::uint32_t> row_indices) {
   impl_->restrict_to(table, rows, row_indices);
 }
-void ProjectionTables::add_sources(std::uint32_t table, const FrequencyClasses& rows, std::span<const std::uint32_t> row_indices) {
+void ProjectionTables::add_sources(std::uint32_t table, const FrequencyClasses& rows,
+                                   std::span<const std::uint32_t> row_indices) {
   impl_->add_sources(table, rows, row_indices);
 }
 const ProjectionTotals* ProjectionTables::find(std::uint32_t table, std::span<const std::int32_t> pattern) const {
@@ -376,7 +383,8 @@ PatternFrequencies wildcard_frequency(const FrequencyClasses& patterns, std::spa
   return out;
 }
 
-RecordFrequencies wildcard_frequency_assign(std::span<const std::uint32_t> record_pattern, const PatternFrequencies& frequencies) {
+RecordFrequencies wildcard_frequency_assign(std::span<const std::uint32_t> record_pattern,
+                                            const PatternFrequencies& frequencies) {
   RecordFrequencies out;
   out.fk.resize(record_pattern.size());
   out.fk_weighted.resize(record_pattern.size());
@@ -390,7 +398,7 @@ RecordFrequencies wildcard_frequency_assign(std::span<const std::uint32_t> recor
 }
 
 FrequencySummary wildcard_frequency_finalize(std::span<const std::int64_t> pattern_counts, std::span<const double> f,
-                                                std::int64_t k) {
+                                             std::int64_t k) {
   SDC_CHECK(pattern_counts.size() == f.size(), "one f per pattern");
   FrequencySummary summary;
   summary.k = k;

@@ -134,12 +134,13 @@ PatternFrequencies wildcard_frequency(const FrequencyClasses& patterns, std::spa
                                       double alpha);
 
 /// Per record: the f and F of its pattern.
-RecordFrequencies wildcard_frequency_assign(std::span<const std::uint32_t> record_pattern, const PatternFrequencies& frequencies);
+RecordFrequencies wildcard_frequency_assign(std::span<const std::uint32_t> record_pattern,
+                                            const PatternFrequencies& frequencies);
 
 /// Report figures with real-valued f: classes are the patterns; sample uniques are the records with
 /// f == 1 exactly; records and classes below k compare f < k as reals (f = 2.5 is not below 2.5).
 /// Partial sums over disjoint pattern sets add up to the figures of their union.
-FrequencySummary wildcard_frequency_finalize(std::span<const std::int64_t> pattern_counts,
-                                                std::span<const double> f, std::int64_t k);
+FrequencySummary wildcard_frequency_finalize(std::span<const std::int64_t> pattern_counts, std::span<const double> f,
+                                             std::int64_t k);
 
 }  // namespace sdc

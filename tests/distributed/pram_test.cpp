@@ -19,7 +19,8 @@ const std::vector<std::int32_t> kLevels{6, 3, 4};  // the PRAMmed variable, then
 
 std::vector<std::vector<std::int32_t>> make_codes() {
   const RecordRng rng(31, StepId::kRiskSimulation);
-  std::vector<std::vector<std::int32_t>> codes(kLevels.size(), std::vector<std::int32_t>(static_cast<std::size_t>(kRows)));
+  std::vector<std::vector<std::int32_t>> codes(kLevels.size(),
+                                               std::vector<std::int32_t>(static_cast<std::size_t>(kRows)));
   for (std::size_t i = 0; i < codes[0].size(); ++i)
     for (std::size_t j = 0; j < kLevels.size(); ++j) {
       const auto bits = rng.bits({.unit = i, .draw = j});
@@ -38,7 +39,7 @@ TEST(DistributedPram, StrataCountsAndDrawsEqualOneProcessHoldingTheWholeFile) {
   const std::vector<std::vector<std::int32_t>> strata_codes{codes[1], codes[2]};
   const std::vector<std::int32_t> strata_levels{kLevels[1], kLevels[2]};
   const PramStrata strata = distributed_pram_strata(comm, key_columns_of(strata_codes, strata_levels, first, count),
-                                                      static_cast<std::size_t>(count));
+                                                    static_cast<std::size_t>(count));
 
   // The whole file in this process: the same strata ids, the same counts.
   std::set<std::uint64_t> all_ids;
@@ -53,7 +54,8 @@ TEST(DistributedPram, StrataCountsAndDrawsEqualOneProcessHoldingTheWholeFile) {
   EXPECT_EQ(strata.ids.size(), 12U) << "4 values of the first (3 + missing) x 3 of the second (0, 3, missing)";
   EXPECT_EQ(pram_stratum_codes(strata.ids.back(), strata_levels), (std::vector<std::int32_t>{-1, -1}));
   for (std::size_t i = 0; i < static_cast<std::size_t>(count); ++i)
-    ASSERT_EQ(strata.ids[static_cast<std::size_t>(strata.record_stratum[i])], whole_ids[static_cast<std::size_t>(first) + i]);
+    ASSERT_EQ(strata.ids[static_cast<std::size_t>(strata.record_stratum[i])],
+              whole_ids[static_cast<std::size_t>(first) + i]);
 
   const std::span<const std::int32_t> variable(codes[0]);
   const auto local = variable.subspan(static_cast<std::size_t>(first), static_cast<std::size_t>(count));
@@ -61,7 +63,8 @@ TEST(DistributedPram, StrataCountsAndDrawsEqualOneProcessHoldingTheWholeFile) {
   std::vector<std::int64_t> expected(strata.ids.size() * 6, 0);
   for (std::size_t i = 0; i < variable.size(); ++i) {
     if (variable[i] < 0) continue;
-    const auto s = static_cast<std::size_t>(std::lower_bound(strata.ids.begin(), strata.ids.end(), whole_ids[i]) - strata.ids.begin());
+    const auto s = static_cast<std::size_t>(std::lower_bound(strata.ids.begin(), strata.ids.end(), whole_ids[i]) -
+                                            strata.ids.begin());
     ++expected[s * 6 + static_cast<std::size_t>(variable[i])];
   }
   EXPECT_EQ(counts, expected);
@@ -75,14 +78,19 @@ TEST(DistributedPram, StrataCountsAndDrawsEqualOneProcessHoldingTheWholeFile) {
   }
   std::vector<std::int32_t> released(local.size());
   std::vector<std::uint8_t> changed(local.size(), 0);
-  const std::int64_t local_changes = pram_draw_in_blocks(local, strata.record_stratum, samplers, 5, 0, first, released, changed);
+  const std::int64_t local_changes =
+      pram_draw_in_blocks(local, strata.record_stratum, samplers, 5, 0, first, released, changed);
   std::vector<std::int32_t> whole_strata(variable.size());
   for (std::size_t i = 0; i < variable.size(); ++i)
-    whole_strata[i] = static_cast<std::int32_t>(std::lower_bound(strata.ids.begin(), strata.ids.end(), whole_ids[i]) - strata.ids.begin());
+    whole_strata[i] = static_cast<std::int32_t>(std::lower_bound(strata.ids.begin(), strata.ids.end(), whole_ids[i]) -
+                                                strata.ids.begin());
   std::vector<std::int32_t> whole_released(variable.size());
   std::vector<std::uint8_t> whole_changed(variable.size(), 0);
-  const std::int64_t whole_changes = pram_draw(variable, whole_strata, samplers, 5, 0, 0, whole_released, whole_changed);
-  for (std::size_t i = 0; i < local.size(); ++i) ASSERT_EQ(released[i], whole_released[static_cast<std::size_t>(first) + i]) << "row " << first + static_cast<std::int64_t>(i);
+  const std::int64_t whole_changes =
+      pram_draw(variable, whole_strata, samplers, 5, 0, 0, whole_released, whole_changed);
+  for (std::size_t i = 0; i < local.size(); ++i)
+    ASSERT_EQ(released[i], whole_released[static_cast<std::size_t>(first) + i])
+        << "row " << first + static_cast<std::int64_t>(i);
   EXPECT_EQ(comm.all_reduce_sum(local_changes), whole_changes);
   const auto changes = distributed_pram_changes(comm, local, released, strata);
   std::int64_t total = 0;

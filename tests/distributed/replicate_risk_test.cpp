@@ -33,7 +33,8 @@ File make_file() {
   for (std::size_t i = 0; i < static_cast<std::size_t>(kRows); ++i) {
     const auto bits = rng.bits({.unit = i});
     for (std::size_t j = 0; j < kLevels.size(); ++j)
-      file.codes[j][i] = static_cast<std::int32_t>((bits[j % 4] >> (16 * (j / 4))) % static_cast<std::uint64_t>(kLevels[j]));
+      file.codes[j][i] =
+          static_cast<std::int32_t>((bits[j % 4] >> (16 * (j / 4))) % static_cast<std::uint64_t>(kLevels[j]));
     file.households.push_back(1000 + i / 3);
     file.weights.push_back(1.0 + rng.uniform({.unit = i, .draw = 1}) * 300.0);
     file.strata.push_back(static_cast<std::int32_t>(rng.bits({.unit = i, .draw = 2})[0] % 7));
@@ -58,10 +59,9 @@ void expect_equals_kernel(const File& file, std::span<const std::uint64_t> all_u
   options.risk.weighted = true;
   options.k = 4;
   options.batch_replicates = 5;
-  const auto distributed =
-      distributed_replicate_risk(comm, file.view(static_cast<std::int64_t>(first), static_cast<std::int64_t>(count)),
-                                 all_units.subspan(first, count), std::span(file.weights).subspan(first, count), options,
-                                 design, 1, 13);
+  const auto distributed = distributed_replicate_risk(
+      comm, file.view(static_cast<std::int64_t>(first), static_cast<std::int64_t>(count)),
+      all_units.subspan(first, count), std::span(file.weights).subspan(first, count), options, design, 1, 13);
 
   const KeyGrouping whole = group_by_keys(file.view(0, kRows));
   const auto plan = make_replicate_risk_plan(whole.record_class, all_units, file.weights, options);
@@ -97,8 +97,9 @@ TEST(DistributedReplicateRisk, NumbersUnitsWithinStrataInFileOrderForAnyPartitio
   std::vector<std::uint64_t> next(offsets.begin(), offsets.end() - 1);
   std::vector<std::uint64_t> expected;
   for (std::int32_t h : file.strata) expected.push_back(next[static_cast<std::size_t>(h)]++);
-  EXPECT_EQ(numbered.numbers, std::vector<std::uint64_t>(expected.begin() + static_cast<std::ptrdiff_t>(first),
-                                                         expected.begin() + static_cast<std::ptrdiff_t>(first + count)));
+  EXPECT_EQ(numbered.numbers,
+            std::vector<std::uint64_t>(expected.begin() + static_cast<std::ptrdiff_t>(first),
+                                       expected.begin() + static_cast<std::ptrdiff_t>(first + count)));
 }
 
 TEST(DistributedReplicateRisk, StratifiedReplicatesEqualTheKernelInOneProcess) {

@@ -104,7 +104,8 @@ TEST(DistributedSubsetCounter, CountsEveryFlaggedRecordOverAllRanks) {
     distributed(subset, mine_flags, counts);
     local(subset, all_flags, expected);
     for (std::size_t i = 0; i < counts.size(); ++i)
-      ASSERT_EQ(counts[i], expected[static_cast<std::size_t>(first) + i]) << "row " << first + static_cast<std::int64_t>(i);
+      ASSERT_EQ(counts[i], expected[static_cast<std::size_t>(first) + i])
+          << "row " << first + static_cast<std::int64_t>(i);
   }
 }
 

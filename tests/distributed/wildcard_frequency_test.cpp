@@ -46,8 +46,8 @@ void expect_equals_kernel(const File& file, double alpha, std::int64_t k) {
   const auto comm = Communicator::world();
   const auto [first, count] = uneven_share(comm, kRows);
   const auto distributed = distributed_wildcard_frequency_count(
-      comm, file.view(first, count), std::span(file.weights).subspan(static_cast<std::size_t>(first), static_cast<std::size_t>(count)),
-      alpha, k);
+      comm, file.view(first, count),
+      std::span(file.weights).subspan(static_cast<std::size_t>(first), static_cast<std::size_t>(count)), alpha, k);
 
   const auto local = frequency_count_local(file.view(0, kRows), file.weights);
   const auto patterns = wildcard_frequency(local.classes, kLevels, alpha);
@@ -74,7 +74,8 @@ TEST(DistributedWildcardFrequency, EqualsTheKernelInOneProcess) {
 
 TEST(DistributedWildcardFrequency, EqualsTheKernelWhenOnlyTheLastRowsHaveMissingKeys) {
   File file = make_file({0, 0, 0, 0, 0});
-  for (std::int64_t row = kRows - 40; row < kRows; ++row) file.codes[static_cast<std::size_t>(row % 5)][static_cast<std::size_t>(row)] = -1;
+  for (std::int64_t row = kRows - 40; row < kRows; ++row)
+    file.codes[static_cast<std::size_t>(row % 5)][static_cast<std::size_t>(row)] = -1;
   expect_equals_kernel(file, 0.5, 2);
 }
 
@@ -83,7 +84,8 @@ TEST(DistributedWildcardFrequency, WithoutMissingKeysIsTheCompleteFrequencyCount
   const auto comm = Communicator::world();
   const auto [first, count] = uneven_share(comm, kRows);
   const auto keys = file.view(first, count);
-  const auto weights = std::span(file.weights).subspan(static_cast<std::size_t>(first), static_cast<std::size_t>(count));
+  const auto weights =
+      std::span(file.weights).subspan(static_cast<std::size_t>(first), static_cast<std::size_t>(count));
   const auto wildcard = distributed_wildcard_frequency_count(comm, keys, weights, 0.5, 3);
   const auto complete = distributed_frequency_count(comm, keys, weights, 3);
   EXPECT_EQ(wildcard.records.fk, complete.records.fk);

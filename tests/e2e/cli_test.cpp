@@ -27,9 +27,11 @@ TEST(TheCommandLine, ListsEveryCommandInItsHelp) {
 }
 
 TEST(TheCommandLine, HasHelpOnEveryCommand) {
-  for (const std::vector<std::string>& args : std::vector<std::vector<std::string>>{
-           {"import", "--help"}, {"export", "--help"}, {"info", "--help"}, {"generate", "--help"},
-           {"generate", "seed", "--help"}}) {
+  for (const std::vector<std::string>& args : std::vector<std::vector<std::string>>{{"import", "--help"},
+                                                                                    {"export", "--help"},
+                                                                                    {"info", "--help"},
+                                                                                    {"generate", "--help"},
+                                                                                    {"generate", "seed", "--help"}}) {
     const auto result = run_sdc(args);
     EXPECT_EQ(result.exit_code, 0) << args[0] << ": " << result.err;
     EXPECT_NE(result.out.find("--"), std::string::npos) << args[0];
@@ -97,8 +99,10 @@ TEST(GenerateSeed, WritesAnOwnerOnlySeedAndReportsOnlyItsFingerprint) {
 
 TEST(GenerateSeed, GivesADifferentFingerprintForEachSeed) {
   TempDir dir;
-  ASSERT_EQ(run_sdc({"generate", "seed", "-o", (dir / "a").string(), "--report", (dir / "a.json").string()}).exit_code, 0);
-  ASSERT_EQ(run_sdc({"generate", "seed", "-o", (dir / "b").string(), "--report", (dir / "b.json").string()}).exit_code, 0);
+  ASSERT_EQ(run_sdc({"generate", "seed", "-o", (dir / "a").string(), "--report", (dir / "a.json").string()}).exit_code,
+            0);
+  ASSERT_EQ(run_sdc({"generate", "seed", "-o", (dir / "b").string(), "--report", (dir / "b.json").string()}).exit_code,
+            0);
   const auto a = nlohmann::json::parse(read_text(dir / "a.json"));
   const auto b = nlohmann::json::parse(read_text(dir / "b.json"));
   EXPECT_NE(a["seed_fingerprint"], b["seed_fingerprint"]);

@@ -18,7 +18,8 @@ class SdcGenerateCensus : public ::testing::Test {
   ProcessResult census(const std::vector<std::string>& global, std::int64_t households, const std::string& output,
                        const std::vector<std::string>& flags = {}, const std::string& seed = "20261121") {
     std::vector<std::string> args = global;
-    args.insert(args.end(), {"generate", "census", "--households", std::to_string(households), "-o", (dir_ / output).string()});
+    args.insert(args.end(),
+                {"generate", "census", "--households", std::to_string(households), "-o", (dir_ / output).string()});
     args.insert(args.end(), flags.begin(), flags.end());
     return run_sdc(args, {{"SDC_SEED", seed}});
   }
@@ -37,10 +38,10 @@ TEST_F(SdcGenerateCensus, WritesTheDocumentedVariablesAndAValidReport) {
   std::vector<std::pair<std::string, std::string>> roles;
   for (const auto& variable : file["variables"]) roles.emplace_back(variable["name"], variable["role"]);
   const std::vector<std::pair<std::string, std::string>> expected{
-      {"hid", "household"},   {"nuts1", "geography"},      {"nuts2", "geography"},     {"nuts3", "geography"},
-      {"lau2", "geography"},  {"sex", "key"},              {"age", "key"},             {"agegroup", "key"},
-      {"marstat", "key"},     {"citizenship", "key"},      {"education", "key"},       {"occupation", "key"},
-      {"htype", "key"},       {"hsize", "key"},            {"income", "continuous"},   {"expenditure", "continuous"},
+      {"hid", "household"},      {"nuts1", "geography"}, {"nuts2", "geography"},   {"nuts3", "geography"},
+      {"lau2", "geography"},     {"sex", "key"},         {"age", "key"},           {"agegroup", "key"},
+      {"marstat", "key"},        {"citizenship", "key"}, {"education", "key"},     {"occupation", "key"},
+      {"htype", "key"},          {"hsize", "key"},       {"income", "continuous"}, {"expenditure", "continuous"},
       {"savings", "continuous"}, {"weight", "weight"}};
   EXPECT_EQ(roles, expected);
   EXPECT_EQ(file["variables"][1]["levels"], 3);
@@ -138,8 +139,8 @@ TEST_F(SdcGenerateCensus, DrawsAHouseholdSampleWithDesignWeights) {
 }
 
 TEST_F(SdcGenerateCensus, RefusesToRunWithoutASeedOrWithBadFlags) {
-  const auto no_seed = run_sdc({"generate", "census", "--households", "10", "-o", (dir_ / "x.h5").string()},
-                               {{"SDC_SEED", ""}});
+  const auto no_seed =
+      run_sdc({"generate", "census", "--households", "10", "-o", (dir_ / "x.h5").string()}, {{"SDC_SEED", ""}});
   EXPECT_NE(no_seed.exit_code, 0);
   EXPECT_EQ(census({}, 10, "x.h5", {"--sample-fraction", "0"}).exit_code, kUsage);
   EXPECT_EQ(census({}, 10, "x.h5", {"--sample-fraction", "1.5"}).exit_code, kUsage);

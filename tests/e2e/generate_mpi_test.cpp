@@ -20,8 +20,9 @@ class AnMpiCensus : public ::testing::Test {
     std::vector<std::string> out;
     for (const auto& [ranks, threads] : std::vector<std::pair<int, int>>{{1, 1}, {1, 2}, {2, 1}, {2, 2}, {3, 1}}) {
       const std::string output = "census-" + std::to_string(ranks) + "x" + std::to_string(threads) + ".h5";
-      std::vector<std::string> args{"--threads", std::to_string(threads), "generate", "census", "--output",
-                                    (dir_ / output).string(), "--report", (dir_ / (output + ".json")).string()};
+      std::vector<std::string> args{
+          "--threads", std::to_string(threads),  "generate", "census",
+          "--output",  (dir_ / output).string(), "--report", (dir_ / (output + ".json")).string()};
       args.insert(args.end(), flags.begin(), flags.end());
       const auto result = run_sdc_mpi(ranks, args, {{"SDC_SEED", "20261121"}});
       EXPECT_EQ(result.exit_code, 0) << ranks << " ranks, " << threads << " threads:\n" << result.err;

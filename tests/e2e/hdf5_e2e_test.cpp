@@ -52,7 +52,8 @@ const std::vector<BadFile> kBadFiles{
 void expect_failure(const ProcessResult& result, const BadFile& bad) {
   EXPECT_EQ(result.exit_code, bad.exit_code) << result.err;
   EXPECT_NE(result.err.find("sdc: error: " + bad_input(bad.file).string() + ": "), std::string::npos) << result.err;
-  for (const std::string& fragment : bad.fragments) EXPECT_NE(result.err.find(fragment), std::string::npos) << result.err;
+  for (const std::string& fragment : bad.fragments)
+    EXPECT_NE(result.err.find(fragment), std::string::npos) << result.err;
   EXPECT_TRUE(result.out.empty()) << result.out;
   // One message, in sdc's words: HDF5's own error stack stays silent.
   EXPECT_EQ(result.err.find("HDF5-DIAG"), std::string::npos) << result.err;
@@ -109,7 +110,8 @@ TEST(AnUnreadableInput, IsAnIoErrorNamingThePath) {
   if (::geteuid() == 0) argv.insert(argv.begin(), {"setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"});
   const auto result = run_process(argv);
   EXPECT_EQ(result.exit_code, kIo) << result.err;
-  EXPECT_NE(result.err.find(locked.string() + ": cannot open input: Permission denied"), std::string::npos) << result.err;
+  EXPECT_NE(result.err.find(locked.string() + ": cannot open input: Permission denied"), std::string::npos)
+      << result.err;
 }
 
 // ---- sdc info on a good file --------------------------------------------------------------------

@@ -54,30 +54,38 @@ class AJob : public ::testing::Test {
 TEST_F(AJob, ListsEveryProblemTogetherBeforeRunningAnything) {
   const auto path = job("bad.yaml",
                         "version: 1\n"
-                        "input: " + (dir_ / "persons.h5").string() + "\n"
-                        "output_dir: " + (dir_ / "out").string() + "\n"
-                        "seed_file: " + (dir_ / "no-such-seed").string() + "\n"
-                        "steps:\n"
-                        "  - method: risk\n"
-                        "    keys: [sex, age]\n"
-                        "  - method: risk\n"
-                        "    keys: [sex, nosuch]\n"
-                        "    kays: 3\n"
-                        "  - method: risk\n"
-                        "    keys: [sex]\n"
-                        "    k-anonymity: three\n"
-                        "  - method: risk\n"
-                        "    keys: [fk]\n"
-                        "  - method: frobnicate\n");
+                        "input: " +
+                            (dir_ / "persons.h5").string() +
+                            "\n"
+                            "output_dir: " +
+                            (dir_ / "out").string() +
+                            "\n"
+                            "seed_file: " +
+                            (dir_ / "no-such-seed").string() +
+                            "\n"
+                            "steps:\n"
+                            "  - method: risk\n"
+                            "    keys: [sex, age]\n"
+                            "  - method: risk\n"
+                            "    keys: [sex, nosuch]\n"
+                            "    kays: 3\n"
+                            "  - method: risk\n"
+                            "    keys: [sex]\n"
+                            "    k-anonymity: three\n"
+                            "  - method: risk\n"
+                            "    keys: [fk]\n"
+                            "  - method: frobnicate\n");
   const auto result = run_sdc({"run", path.string()});
   EXPECT_EQ(result.exit_code, 4) << result.err;
-  for (const char* expected : {"6 problems", "seed_file", "no-such-seed", "line 10: step 2 (risk): unknown key 'kays'",
-                               "step 2 (risk): keys: variable 'nosuch' is not in the step's input",
-                               "line 13: step 3 (risk): --k-anonymity: expected a whole number from 1 to 1000000000, got 'three'",
-                               "step 5 (frobnicate): unknown method 'frobnicate'"})
+  for (const char* expected :
+       {"6 problems", "seed_file", "no-such-seed", "line 10: step 2 (risk): unknown key 'kays'",
+        "step 2 (risk): keys: variable 'nosuch' is not in the step's input",
+        "line 13: step 3 (risk): --k-anonymity: expected a whole number from 1 to 1000000000, got 'three'",
+        "step 5 (frobnicate): unknown method 'frobnicate'"})
     EXPECT_NE(result.err.find(expected), std::string::npos) << expected << "\n" << result.err;
   // Step 4 reads fk, which step 1 adds (continuous, not categorical): a type problem, not a missing one.
-  EXPECT_NE(result.err.find("keys: variable 'fk' is continuous, expected categorical"), std::string::npos) << result.err;
+  EXPECT_NE(result.err.find("keys: variable 'fk' is continuous, expected categorical"), std::string::npos)
+      << result.err;
   EXPECT_FALSE(std::filesystem::exists(dir_ / "out")) << "nothing ran";
 }
 
@@ -92,18 +100,20 @@ TEST_F(AJob, RejectsUnknownTopLevelKeysAndMissingVersion) {
 TEST_F(AJob, ChainsStepsAndWritesOneValidReport) {
   const auto path = job("job.yaml",
                         "version: 1\n"
-                        "output_dir: " + (dir_ / "out").string() + "\n"
-                        "steps:\n"
-                        "  - method: risk\n"
-                        "    name: before\n"
-                        "    keys: [region, sex, age]\n"
-                        "    weight: weight\n"
-                        "    household: hid\n"
-                        "  - method: risk\n"
-                        "    keys: [sex, marstat]\n"
-                        "    k-anonymity: 5\n");
-  const auto result = run_sdc({"run", path.string(), "--input", (dir_ / "persons.h5").string(), "--report",
-                               (dir_ / "job.json").string()});
+                        "output_dir: " +
+                            (dir_ / "out").string() +
+                            "\n"
+                            "steps:\n"
+                            "  - method: risk\n"
+                            "    name: before\n"
+                            "    keys: [region, sex, age]\n"
+                            "    weight: weight\n"
+                            "    household: hid\n"
+                            "  - method: risk\n"
+                            "    keys: [sex, marstat]\n"
+                            "    k-anonymity: 5\n");
+  const auto result = run_sdc(
+      {"run", path.string(), "--input", (dir_ / "persons.h5").string(), "--report", (dir_ / "job.json").string()});
   ASSERT_EQ(result.exit_code, 0) << result.err;
   EXPECT_TRUE(std::filesystem::exists(dir_ / "out" / "before.h5"));
   EXPECT_TRUE(std::filesystem::exists(dir_ / "out" / "2-risk.h5"));
@@ -120,19 +130,23 @@ TEST_F(AJob, RunsATwoInputStepWithEachInputFromItsOwnSource) {
   // step 1: the marketer risk of the original against its PRAMmed release.
   const auto path = job("job.yaml",
                         "version: 1\n"
-                        "output_dir: " + (dir_ / "out").string() + "\n"
-                        "seed_file: " + (dir_ / "job.seed").string() + "\n"
-                        "steps:\n"
-                        "  - method: pram\n"
-                        "    name: released\n"
-                        "    variables: [marstat]\n"
-                        "  - method: risk\n"
-                        "    name: linkage\n"
-                        "    from: {input: input, external: released}\n"
-                        "    keys: [sex, marstat]\n");
+                        "output_dir: " +
+                            (dir_ / "out").string() +
+                            "\n"
+                            "seed_file: " +
+                            (dir_ / "job.seed").string() +
+                            "\n"
+                            "steps:\n"
+                            "  - method: pram\n"
+                            "    name: released\n"
+                            "    variables: [marstat]\n"
+                            "  - method: risk\n"
+                            "    name: linkage\n"
+                            "    from: {input: input, external: released}\n"
+                            "    keys: [sex, marstat]\n");
   ASSERT_EQ(run_sdc({"generate", "seed", "--output", (dir_ / "job.seed").string()}).exit_code, 0);
-  const auto result = run_sdc({"run", path.string(), "--input", (dir_ / "persons.h5").string(), "--report",
-                               (dir_ / "job.json").string()});
+  const auto result = run_sdc(
+      {"run", path.string(), "--input", (dir_ / "persons.h5").string(), "--report", (dir_ / "job.json").string()});
   ASSERT_EQ(result.exit_code, 0) << result.err;
   EXPECT_EQ(validate_report(dir_ / "job.json"), "");
   const auto report = nlohmann::json::parse(read_text(dir_ / "job.json"));
@@ -159,9 +173,10 @@ TEST_F(AJob, RunsATwoInputStepWithEachInputFromItsOwnSource) {
 }
 
 TEST_F(AJob, RejectsAFromForAnInputTheMethodDoesNotHave) {
-  const auto path = job_with_steps("  - method: risk\n"
-                                   "    from: {input: input, masked: input}\n"
-                                   "    keys: [sex]\n");
+  const auto path = job_with_steps(
+      "  - method: risk\n"
+      "    from: {input: input, masked: input}\n"
+      "    keys: [sex]\n");
   const auto result = run_sdc({"run", path.string(), "--input", (dir_ / "persons.h5").string()});
   EXPECT_EQ(result.exit_code, 4) << result.err;
   EXPECT_NE(result.err.find("step 1 (risk): from: the method has no input 'masked'"), std::string::npos) << result.err;
@@ -170,14 +185,19 @@ TEST_F(AJob, RejectsAFromForAnInputTheMethodDoesNotHave) {
 TEST_F(AJob, RejectsAReportDirectoryThatDoesNotExistBeforeRunningAnything) {
   const auto path = job("job.yaml",
                         "version: 1\n"
-                        "output_dir: " + (dir_ / "out").string() + "\n"
-                        "report: " + (dir_ / "nowhere" / "job.json").string() + "\n"
-                        "steps:\n"
-                        "  - method: risk\n"
-                        "    keys: [sex, age]\n");
+                        "output_dir: " +
+                            (dir_ / "out").string() +
+                            "\n"
+                            "report: " +
+                            (dir_ / "nowhere" / "job.json").string() +
+                            "\n"
+                            "steps:\n"
+                            "  - method: risk\n"
+                            "    keys: [sex, age]\n");
   const auto result = run_sdc({"run", path.string(), "--input", (dir_ / "persons.h5").string()});
   EXPECT_EQ(result.exit_code, 4);
-  EXPECT_NE(result.err.find("report: directory '" + (dir_ / "nowhere").string() + "' does not exist"), std::string::npos)
+  EXPECT_NE(result.err.find("report: directory '" + (dir_ / "nowhere").string() + "' does not exist"),
+            std::string::npos)
       << result.err;
   EXPECT_FALSE(std::filesystem::exists(dir_ / "out")) << "nothing runs";
 }
@@ -234,8 +254,8 @@ TEST_F(AJob, ReadsFromTheJobsInputOrANamedEarlierStep) {
       "  - method: risk\n"
       "    name: chained\n"
       "    keys: [age]\n");
-  const auto result = run_sdc({"run", path.string(), "--input", (dir_ / "persons.h5").string(), "--report",
-                               (dir_ / "job.json").string()});
+  const auto result = run_sdc(
+      {"run", path.string(), "--input", (dir_ / "persons.h5").string(), "--report", (dir_ / "job.json").string()});
   ASSERT_EQ(result.exit_code, 0) << result.err;
   const auto report = nlohmann::json::parse(read_text(dir_ / "job.json"));
   // Only a step reading another risk step's output replaces its columns.
@@ -255,7 +275,9 @@ TEST_F(AJob, RejectsAFromThatNamesNoEarlierStepBeforeRunningAnything) {
       "  - method: risk\n"
       "    name: later\n"
       "    from: first\n"
-      "    input: " + (dir_ / "persons.h5").string() + "\n"
+      "    input: " +
+      (dir_ / "persons.h5").string() +
+      "\n"
       "    keys: [sex]\n"
       "  - method: risk\n"
       "    from: nosuch\n"
@@ -268,7 +290,8 @@ TEST_F(AJob, RejectsAFromThatNamesNoEarlierStepBeforeRunningAnything) {
     EXPECT_NE(result.err.find(expected), std::string::npos) << expected << "\n" << result.err;
   EXPECT_FALSE(std::filesystem::exists(dir_ / "out")) << "nothing runs";
 
-  const auto no_input = job("no-input.yaml", "version: 1\nsteps:\n  - method: risk\n    from: input\n    keys: [sex]\n");
+  const auto no_input =
+      job("no-input.yaml", "version: 1\nsteps:\n  - method: risk\n    from: input\n    keys: [sex]\n");
   const auto second = run_sdc({"run", no_input.string()});
   EXPECT_EQ(second.exit_code, 4);
   EXPECT_NE(second.err.find("line 4: step 1 (risk): from: input, but the job has no input (give --input)"),
@@ -333,7 +356,8 @@ TEST(AKilledJob, ResumesToTheSameOutputsAsAnUninterruptedRun) {
   const bool interrupted = !std::filesystem::exists(dir / "killed" / "second.h5");
   const auto first_written = std::filesystem::last_write_time(dir / "killed" / "first.h5");
 
-  const auto resumed = run_sdc({"run", (dir / "killed.yaml").string(), "--resume", "--report", (dir / "r.json").string()});
+  const auto resumed =
+      run_sdc({"run", (dir / "killed.yaml").string(), "--resume", "--report", (dir / "r.json").string()});
   ASSERT_EQ(resumed.exit_code, 0) << resumed.err;
   EXPECT_EQ(std::filesystem::last_write_time(dir / "killed" / "first.h5"), first_written) << "step 1 was skipped";
   EXPECT_EQ(digest_of(dir / "killed" / "first.h5"), digest_of(dir / "clean" / "first.h5"));

@@ -41,17 +41,32 @@ class AnMpiRun : public ::testing::Test {
   void SetUp() override {
     if (!mpirun_available()) GTEST_SKIP() << "mpirun not available";
     write_text(dir_ / "persons.csv", household_csv());
-    const auto imported = run_sdc({"import", (dir_ / "persons.csv").string(), "-o", (dir_ / "persons.h5").string(),
-                                   "--role", "household=hid", "--role", "weight=weight", "--role",
-                                   "key=region,sex,age,marstat"});
+    const auto imported =
+        run_sdc({"import", (dir_ / "persons.csv").string(), "-o", (dir_ / "persons.h5").string(), "--role",
+                 "household=hid", "--role", "weight=weight", "--role", "key=region,sex,age,marstat"});
     ASSERT_EQ(imported.exit_code, 0) << imported.err;
   }
 
   std::vector<std::string> risk_args(const std::string& output) const {
-    return {"risk", "--input", (dir_ / "persons.h5").string(), "--output", (dir_ / output).string(),
-            "--keys", "region,sex,age", "--sensitive", "marstat", "--weight", "weight", "--household", "hid",
-            "--k-anonymity", "3", "--external", (dir_ / "persons.h5").string(),
-            "--report", (dir_ / (output + ".json")).string()};
+    return {"risk",
+            "--input",
+            (dir_ / "persons.h5").string(),
+            "--output",
+            (dir_ / output).string(),
+            "--keys",
+            "region,sex,age",
+            "--sensitive",
+            "marstat",
+            "--weight",
+            "weight",
+            "--household",
+            "hid",
+            "--k-anonymity",
+            "3",
+            "--external",
+            (dir_ / "persons.h5").string(),
+            "--report",
+            (dir_ / (output + ".json")).string()};
   }
 
   TempDir dir_;
@@ -82,13 +97,13 @@ TEST_F(AnMpiRun, EndsTheWholeJobWhenOneRankFails) {
   // The negative weight sits in the last rank's rows only: that rank fails alone, the others are
   // already waiting in the shuffle. The job must end with the error's exit code, not hang.
   write_text(dir_ / "bad.csv", household_csv(true));
-  ASSERT_EQ(run_sdc({"import", (dir_ / "bad.csv").string(), "-o", (dir_ / "bad.h5").string(), "--role",
-                     "household=hid", "--role", "key=region,sex,age,marstat"})
+  ASSERT_EQ(run_sdc({"import", (dir_ / "bad.csv").string(), "-o", (dir_ / "bad.h5").string(), "--role", "household=hid",
+                     "--role", "key=region,sex,age,marstat"})
                 .exit_code,
             0);
-  const auto result = run_sdc_mpi(2, {"risk", "--input", (dir_ / "bad.h5").string(), "--output",
-                                  (dir_ / "out.h5").string(), "--keys", "region,sex", "--weight", "weight",
-                                  "--household", "hid"});
+  const auto result =
+      run_sdc_mpi(2, {"risk", "--input", (dir_ / "bad.h5").string(), "--output", (dir_ / "out.h5").string(), "--keys",
+                      "region,sex", "--weight", "weight", "--household", "hid"});
   EXPECT_EQ(result.exit_code, 3) << result.err;
   EXPECT_NE(result.err.find("rank 1: "), std::string::npos) << result.err;
   EXPECT_NE(result.err.find("negative weight"), std::string::npos) << result.err;
@@ -107,12 +122,16 @@ TEST(AnMpiDigest, EqualsTheSequentialDigestWhenBlocksSpanRanks) {
   TempDir dir;
   const auto environment = mpi_environment({{"SDC_SEED", "20261121"}});
   const auto census = (dir / "census.h5").string();
-  ASSERT_EQ(run_process({sdc_executable().string(), "generate", "census", "--households", "60000", "-o", census}, environment).exit_code, 0);
+  ASSERT_EQ(
+      run_process({sdc_executable().string(), "generate", "census", "--households", "60000", "-o", census}, environment)
+          .exit_code,
+      0);
   const std::string sequential = digest_of(census);
   for (int ranks : {2, 3}) {
     const auto report = (dir / ("r" + std::to_string(ranks) + ".json")).string();
-    const auto result = run_sdc_mpi(ranks, {"risk", "-i", census, "-o", (dir / ("r" + std::to_string(ranks) + ".h5")).string(),
-                                        "--keys", "sex,age", "--household", "hid", "--report", report});
+    const auto result =
+        run_sdc_mpi(ranks, {"risk", "-i", census, "-o", (dir / ("r" + std::to_string(ranks) + ".h5")).string(),
+                            "--keys", "sex,age", "--household", "hid", "--report", report});
     ASSERT_EQ(result.exit_code, 0) << result.err;
     EXPECT_EQ(nlohmann::json::parse(read_text(report))["inputs"][0]["digest"], sequential) << ranks << " ranks";
   }

@@ -43,10 +43,10 @@ class PathSafety : public ::testing::Test {
  protected:
   void SetUp() override {
     write_text(dir_ / "persons.csv", persons_csv(600));
-    ASSERT_EQ(run_sdc({"import", csv_.string(), "-o", census_.string(), "--role", "household=hid", "--role",
-                       "weight=weight"})
-                  .exit_code,
-              0);
+    ASSERT_EQ(
+        run_sdc({"import", csv_.string(), "-o", census_.string(), "--role", "household=hid", "--role", "weight=weight"})
+            .exit_code,
+        0);
     ASSERT_EQ(run_sdc({"generate", "seed", "--output", seed_.string()}).exit_code, 0);
     census_bytes_ = read_text(census_);
     seed_bytes_ = read_text(seed_);
@@ -72,8 +72,8 @@ class PathSafety : public ::testing::Test {
     const auto imported = dir_ / "weighted.h5";
     const auto result = run_sdc({"import", bad_input(csv), "-o", imported.string(), "--role", "weight=weight"});
     EXPECT_EQ(result.exit_code, 0) << result.err;
-    return run_sdc({"risk", "--input", imported.string(), "--output", out_.string(), "--keys", "sex,age", "--weight",
-                    "weight"});
+    return run_sdc(
+        {"risk", "--input", imported.string(), "--output", out_.string(), "--keys", "sex,age", "--weight", "weight"});
   }
 
   TempDir dir_;
@@ -101,8 +101,8 @@ TEST_F(PathSafety, RefusesAReportThatIsTheInputUnderAnotherSpellingOrThroughALin
 }
 
 TEST_F(PathSafety, RefusesAReportThatIsTheSeedFile) {
-  expect_refused(run_sdc(risk({"--bootstrap", "10", "--seed-file", seed_.string(), "--report", seed_.string()})), kUsage,
-                 {"--report '" + seed_.string() + "' is the file of --seed-file"});
+  expect_refused(run_sdc(risk({"--bootstrap", "10", "--seed-file", seed_.string(), "--report", seed_.string()})),
+                 kUsage, {"--report '" + seed_.string() + "' is the file of --seed-file"});
 }
 
 TEST_F(PathSafety, RefusesAReportThatIsTheDataOutput) {
@@ -118,7 +118,8 @@ TEST_F(PathSafety, RefusesAReportThatIsTheCsvOfAnImport) {
 }
 
 TEST_F(PathSafety, RefusesAReportThatIsAPramMatrixFile) {
-  write_text(dir_ / "m.csv", "marstat,1,2,3,4\n1,0.7,0.1,0.1,0.1\n2,0.1,0.7,0.1,0.1\n3,0.1,0.1,0.7,0.1\n4,0.1,0.1,0.1,0.7\n");
+  write_text(dir_ / "m.csv",
+             "marstat,1,2,3,4\n1,0.7,0.1,0.1,0.1\n2,0.1,0.7,0.1,0.1\n3,0.1,0.1,0.7,0.1\n4,0.1,0.1,0.1,0.7\n");
   const std::string before = read_text(dir_ / "m.csv");
   const auto result = run_sdc({"pram", "-i", census_.string(), "-o", out_.string(), "--variables", "marstat",
                                "--matrix-file", "marstat=" + (dir_ / "m.csv").string(), "--seed-file", seed_.string(),
@@ -134,8 +135,8 @@ TEST_F(PathSafety, RefusesAJobReportThatIsTheJobFileOrAStepsOutput) {
   expect_refused(run_sdc({"run", (dir_ / "job.yaml").string(), "--report", (dir_ / "job.yaml").string()}), kUsage,
                  {"the job's report", "is the file of the job file"});
   EXPECT_EQ(read_text(dir_ / "job.yaml"), job_text);
-  expect_refused(run_sdc({"run", (dir_ / "job.yaml").string(), "--report", (dir_ / "out" / "risk.h5").string()}), kUsage,
-                 {"step 1 (risk) --output", "the job's report", "name the same file"});
+  expect_refused(run_sdc({"run", (dir_ / "job.yaml").string(), "--report", (dir_ / "out" / "risk.h5").string()}),
+                 kUsage, {"step 1 (risk) --output", "the job's report", "name the same file"});
   EXPECT_FALSE(std::filesystem::exists(dir_ / "out")) << "a job that fails its checks creates no directory";
 }
 
@@ -153,8 +154,8 @@ TEST_F(PathSafety, RefusesAnOutputThatIsTheExternalFile) {
 // ---- 3. logs: never an input, never through a link ------------------------------------------------
 
 TEST_F(PathSafety, RefusesALogFileThatIsAnInput) {
-  expect_refused(run_sdc({"--log-file", census_.string(), "risk", "--input", census_.string(), "--output", out_.string(),
-                          "--keys", "sex,age"}),
+  expect_refused(run_sdc({"--log-file", census_.string(), "risk", "--input", census_.string(), "--output",
+                          out_.string(), "--keys", "sex,age"}),
                  kUsage, {"--log-file '" + census_.string() + "' is the file of --input"});
 }
 
@@ -187,9 +188,9 @@ TEST_F(PathSafety, RefusesALogFileThatIsNotAnEarlierLogButAppendsToOne) {
 // ---- 5. duplicate variables and duplicate YAML keys ----------------------------------------------
 
 TEST_F(PathSafety, RefusesAVariableGivenTwiceInAList) {
-  expect_refused(run_sdc({"risk", "--input", census_.string(), "--output", out_.string(), "--keys", "sex,age,age",
-                          "--suda2"}),
-                 kUsage, {"--keys: variable 'age' is given twice"});
+  expect_refused(
+      run_sdc({"risk", "--input", census_.string(), "--output", out_.string(), "--keys", "sex,age,age", "--suda2"}),
+      kUsage, {"--keys: variable 'age' is given twice"});
   EXPECT_FALSE(std::filesystem::exists(out_));
 }
 
@@ -213,15 +214,16 @@ TEST_F(PathSafety, RefusesAFifoInPlaceOfEveryKindOfInputWithoutWaiting) {
   // data
   expect_refused(timed({"info", fifo.string()}), kIoError, {not_regular, "it is a FIFO"});
   // CSV
-  expect_refused(timed({"import", fifo.string(), "-o", (dir_ / "x.h5").string()}), kIoError, {not_regular, "it is a FIFO"});
+  expect_refused(timed({"import", fifo.string(), "-o", (dir_ / "x.h5").string()}), kIoError,
+                 {not_regular, "it is a FIFO"});
   // schema
   expect_refused(timed({"import", csv_.string(), "-o", (dir_ / "x.h5").string(), "--schema", fifo.string()}), kIoError,
                  {not_regular + " schema", "it is a FIFO"});
   // job
   expect_refused(timed({"run", fifo.string()}), kIoError, {not_regular + " job file", "it is a FIFO"});
   // seed
-  const auto seeded = timed({"pram", "-i", census_.string(), "-o", out_.string(), "--variables", "marstat",
-                             "--seed-file", fifo.string()});
+  const auto seeded = timed(
+      {"pram", "-i", census_.string(), "-o", out_.string(), "--variables", "marstat", "--seed-file", fifo.string()});
   expect_refused(seeded, kInvalidInput, {fifo.string() + ": seed file is not a regular file"});
 }
 
@@ -250,9 +252,13 @@ TEST_F(PathSafety, FailsBeforeAnyStepWhenTheJobReportCannotBeWrittenAndLeavesNoS
 // ---- 8. distinct step outputs; a seed is never replaced silently ----------------------------------
 
 TEST_F(PathSafety, RefusesTwoJobStepsWithTheSameOutput) {
-  write_text(dir_ / "job.yaml", "version: 1\ninput: " + census_.string() + "\nsteps:\n  - method: risk\n    keys: [sex]\n"
-                                    "    output: " + out_.string() + "\n  - method: risk\n    from: input\n    keys: [age]\n"
-                                    "    output: " + out_.string() + "\n");
+  write_text(dir_ / "job.yaml", "version: 1\ninput: " + census_.string() +
+                                    "\nsteps:\n  - method: risk\n    keys: [sex]\n"
+                                    "    output: " +
+                                    out_.string() +
+                                    "\n  - method: risk\n    from: input\n    keys: [age]\n"
+                                    "    output: " +
+                                    out_.string() + "\n");
   expect_refused(run_sdc({"run", (dir_ / "job.yaml").string()}), kUsage,
                  {"step 1 (risk) --output '" + out_.string() + "' and step 2 (risk) --output", "name the same file"});
   EXPECT_FALSE(std::filesystem::exists(out_));
@@ -293,21 +299,23 @@ TEST_F(PathSafety, ListsEveryProblemOfAJobAtOnceTopLevelAndEveryBadValue) {
 }
 
 TEST_F(PathSafety, CreatesTheOutputDirectoryOwnerOnly) {
-  write_text(dir_ / "job.yaml", "version: 1\ninput: " + census_.string() + "\nsteps:\n  - method: risk\n    keys: [sex]\n");
+  write_text(dir_ / "job.yaml",
+             "version: 1\ninput: " + census_.string() + "\nsteps:\n  - method: risk\n    keys: [sex]\n");
   ASSERT_EQ(run_sdc({"run", (dir_ / "job.yaml").string(), "--output-dir", (dir_ / "a" / "b").string()}).exit_code, 0);
   EXPECT_EQ(mode_of(dir_ / "a"), 0700U);
   EXPECT_EQ(mode_of(dir_ / "a" / "b"), 0700U);
-  ASSERT_EQ(run_sdc({"--permissions", "0640", "run", (dir_ / "job.yaml").string(), "--output-dir",
-                     (dir_ / "c").string()})
-                .exit_code,
-            0);
+  ASSERT_EQ(
+      run_sdc({"--permissions", "0640", "run", (dir_ / "job.yaml").string(), "--output-dir", (dir_ / "c").string()})
+          .exit_code,
+      0);
   EXPECT_EQ(mode_of(dir_ / "c"), 0750U);
 }
 
 TEST_F(PathSafety, RefusesSoftAndExternalLinksInAnHdf5TableNamingTheLink) {
   expect_refused(run_sdc({"info", bad_input("soft_link.h5")}), kInvalidInput,
                  {"/variables/linked is a soft link", "links are not followed"});
-  expect_refused(run_sdc({"info", bad_input("external_link.h5")}), kInvalidInput, {"/variables/linked is an external link"});
+  expect_refused(run_sdc({"info", bad_input("external_link.h5")}), kInvalidInput,
+                 {"/variables/linked is an external link"});
 }
 
 TEST_F(PathSafety, SaysWhenWeightsAddUpBeyondTheLargestNumber) {

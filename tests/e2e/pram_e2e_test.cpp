@@ -48,7 +48,8 @@ class SdcPram : public ::testing::Test {
     const auto result = run_sdc({"import", (dir_ / "persons.csv").string(), "-o", input_.string()});
     ASSERT_EQ(result.exit_code, 0) << result.err;
   }
-  ProcessResult pram(const std::vector<std::string>& flags, std::map<std::string, std::string> environment = {{"SDC_SEED", "424242"}}) {
+  ProcessResult pram(const std::vector<std::string>& flags,
+                     std::map<std::string, std::string> environment = {{"SDC_SEED", "424242"}}) {
     std::vector<std::string> args{"pram", "-i", input_.string(), "-o", (dir_ / "out.h5").string()};
     args.insert(args.end(), flags.begin(), flags.end());
     return run_sdc(args, environment);
@@ -123,8 +124,8 @@ TEST_F(SdcPram, StratifiesWithMissingStratumValuesAsAStratumAndDrawsFamiliesAndU
              "from,male,female\n"
              "female,0.25,0.75\n"
              "male,1,0\n");
-  const auto result = pram({"--variables", "marstat,sex", "--strata", "region", "--matrix", "nB:0.6:2", "--matrix-file", "sex=" + (dir_ / "sex.csv").string(), "--report",
-                            (dir_ / "r.json").string()});
+  const auto result = pram({"--variables", "marstat,sex", "--strata", "region", "--matrix", "nB:0.6:2", "--matrix-file",
+                            "sex=" + (dir_ / "sex.csv").string(), "--report", (dir_ / "r.json").string()});
   ASSERT_EQ(result.exit_code, 0) << result.err;
   EXPECT_EQ(validate_report(dir_ / "r.json"), "");
   const auto results = nlohmann::json::parse(read_text(dir_ / "r.json"))["steps"][0]["results"];
@@ -174,19 +175,28 @@ TEST_F(SdcPram, AJobStepGivesTheSameContentAsTheCommand) {
   write_text(dir_ / "seed", "424242\n");
   std::filesystem::permissions(dir_ / "seed", std::filesystem::perms::owner_read | std::filesystem::perms::owner_write,
                                std::filesystem::perm_options::replace);
-  write_text(dir_ / "job.yaml", "version: 1\n"
-                                "input: " + input_.string() + "\n"
-                                "output_dir: " + dir_.path().string() + "\n"
-                                "report: " + (dir_ / "job.json").string() + "\n"
-                                "seed_file: " + (dir_ / "seed").string() + "\n"
-                                "steps:\n"
-                                "  - method: pram\n"
-                                "    name: released\n"
-                                "    variables: [marstat, education]\n"
-                                "    strata: [sex]\n"
-                                "  - method: risk\n"
-                                "    keys: [sex, marstat, education, pram_changed]\n"
-                                "    missing: category\n");
+  write_text(dir_ / "job.yaml",
+             "version: 1\n"
+             "input: " +
+                 input_.string() +
+                 "\n"
+                 "output_dir: " +
+                 dir_.path().string() +
+                 "\n"
+                 "report: " +
+                 (dir_ / "job.json").string() +
+                 "\n"
+                 "seed_file: " +
+                 (dir_ / "seed").string() +
+                 "\n"
+                 "steps:\n"
+                 "  - method: pram\n"
+                 "    name: released\n"
+                 "    variables: [marstat, education]\n"
+                 "    strata: [sex]\n"
+                 "  - method: risk\n"
+                 "    keys: [sex, marstat, education, pram_changed]\n"
+                 "    missing: category\n");
   const auto result = run_without_seed_variable({"run", (dir_ / "job.yaml").string()});
   ASSERT_EQ(result.exit_code, 0) << result.err;
   EXPECT_EQ(validate_report(dir_ / "job.json"), "");
@@ -204,7 +214,12 @@ TEST(SdcPramReport, StaysBoundedForManyCategoriesAndManyStrata) {
   write_text(dir / "areas.csv", csv.str());
   ASSERT_EQ(run_sdc({"import", (dir / "areas.csv").string(), "-o", (dir / "areas.h5").string()}).exit_code, 0);
   const auto run = [&](const std::vector<std::string>& flags) {
-    std::vector<std::string> args{"pram", "-i", (dir / "areas.h5").string(), "-o", (dir / "out.h5").string(), "--report",
+    std::vector<std::string> args{"pram",
+                                  "-i",
+                                  (dir / "areas.h5").string(),
+                                  "-o",
+                                  (dir / "out.h5").string(),
+                                  "--report",
                                   (dir / "r.json").string()};
     args.insert(args.end(), flags.begin(), flags.end());
     const auto result = run_sdc(args, {{"SDC_SEED", "5"}});
@@ -224,7 +239,8 @@ TEST(SdcPramReport, StaysBoundedForManyCategoriesAndManyStrata) {
   EXPECT_EQ(strata["strata"], 120);
   EXPECT_EQ(strata["strata_listed"], false);
   EXPECT_TRUE(strata["variables"][0]["strata"].empty());
-  EXPECT_EQ(strata["variables"][0]["counts_before"], (std::vector<std::int64_t>{684, 516})) << "female, male (sorted levels)";
+  EXPECT_EQ(strata["variables"][0]["counts_before"], (std::vector<std::int64_t>{684, 516}))
+      << "female, male (sorted levels)";
 }
 
 TEST_F(SdcPram, RejectsANonCategoricalOrUnknownVariableNamingIt) {
@@ -248,7 +264,8 @@ TEST_F(SdcPram, RejectsABadMatrixFileNamingTheFileTheLineAndTheLabel) {
              "female,0.3,0.6\n");
   const auto sums = pram({"--variables", "sex", "--matrix-file", "sex=" + (dir_ / "bad.csv").string()});
   EXPECT_EQ(sums.exit_code, 3);
-  EXPECT_NE(sums.err.find((dir_ / "bad.csv").string() + ": line 3, row 'female': sums to 0.9"), std::string::npos) << sums.err;
+  EXPECT_NE(sums.err.find((dir_ / "bad.csv").string() + ": line 3, row 'female': sums to 0.9"), std::string::npos)
+      << sums.err;
   write_text(dir_ / "label.csv",
              "from,male,female\n"
              "male,0.9,0.1\n"
@@ -265,12 +282,17 @@ TEST_F(SdcPram, NeedsASeed) {
       {"pram", "-i", input_.string(), "-o", (dir_ / "out.h5").string(), "--variables", "sex"});
   EXPECT_EQ(result.exit_code, 2) << result.err;
   EXPECT_NE(result.err.find("seed"), std::string::npos) << result.err;
-  write_text(dir_ / "job.yaml", "version: 1\n"
-                                "input: " + input_.string() + "\n"
-                                "output_dir: " + dir_.path().string() + "\n"
-                                "steps:\n"
-                                "  - method: pram\n"
-                                "    variables: [sex]\n");
+  write_text(dir_ / "job.yaml",
+             "version: 1\n"
+             "input: " +
+                 input_.string() +
+                 "\n"
+                 "output_dir: " +
+                 dir_.path().string() +
+                 "\n"
+                 "steps:\n"
+                 "  - method: pram\n"
+                 "    variables: [sex]\n");
   const auto job = run_without_seed_variable({"run", (dir_ / "job.yaml").string()});
   EXPECT_EQ(job.exit_code, 4) << job.err;
   EXPECT_NE(job.err.find("needs a seed"), std::string::npos) << job.err;

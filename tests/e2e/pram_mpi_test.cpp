@@ -17,19 +17,21 @@ TEST(APramMpiRun, GivesEqualDigestsAndResultsForAnyRankAndThreadCount) {
   const auto environment = mpi_environment({{"SDC_SEED", "20260418"}});
   const auto census = (dir / "census.h5").string();
   // About 15 000 persons.
-  ASSERT_EQ(run_process({sdc_executable().string(), "generate", "census", "--households", "5000", "-o", census}, environment)
-                .exit_code,
-            0);
+  ASSERT_EQ(
+      run_process({sdc_executable().string(), "generate", "census", "--households", "5000", "-o", census}, environment)
+          .exit_code,
+      0);
   std::vector<std::string> digests;
   std::vector<nlohmann::json> results;
   for (const auto& [ranks, threads] : std::vector<std::pair<int, int>>{{1, 1}, {1, 2}, {2, 1}, {3, 1}, {2, 2}}) {
     const std::string name = "pram-" + std::to_string(ranks) + "x" + std::to_string(threads);
     const auto output = (dir / (name + ".h5")).string();
     const auto report = (dir / (name + ".json")).string();
-    const auto result = run_sdc_mpi(ranks, {"--threads", std::to_string(threads), "pram", "-i", census, "-o", output,
-                                            "--variables", "marstat,education,citizenship", "--strata", "sex,nuts1",
-                                            "--report", report},
-                                    {{"SDC_SEED", "20260418"}});
+    const auto result =
+        run_sdc_mpi(ranks,
+                    {"--threads", std::to_string(threads), "pram", "-i", census, "-o", output, "--variables",
+                     "marstat,education,citizenship", "--strata", "sex,nuts1", "--report", report},
+                    {{"SDC_SEED", "20260418"}});
     ASSERT_EQ(result.exit_code, 0) << ranks << " ranks, " << threads << " threads:\n" << result.err;
     EXPECT_EQ(validate_report(report), "");
     digests.push_back(digest_of(output));

@@ -23,7 +23,8 @@ std::string persons_csv() {
   csv << "region,sex,marstat\n";
   const char* regions[] = {"north", "south", "east", "west"};
   const char* marstat[] = {"single", "married", "widowed"};
-  for (int row = 0; row < 400; ++row) csv << regions[row % 4] << ',' << 1 + row % 2 << ',' << marstat[(row / 4) % 3] << '\n';
+  for (int row = 0; row < 400; ++row)
+    csv << regions[row % 4] << ',' << 1 + row % 2 << ',' << marstat[(row / 4) % 3] << '\n';
   csv << kPlantedLabel << ",1,single\n";
   csv << "north,2,divorced\n";
   return csv.str();
@@ -51,8 +52,9 @@ class ReleaseSafety : public ::testing::Test {
   }
 
   ProcessResult pram(const std::vector<std::string>& more = {}) {
-    std::vector<std::string> args{"pram", "-i", input_.string(), "-o", released_.string(), "--variables", "marstat",
-                                  "--strata", "region", "--seed-file", seed_.string(), "--report", report_.string()};
+    std::vector<std::string> args{"pram",         "-i",       input_.string(), "-o",     released_.string(),
+                                  "--variables",  "marstat",  "--strata",      "region", "--seed-file",
+                                  seed_.string(), "--report", report_.string()};
     args.insert(args.end(), more.begin(), more.end());
     return run_sdc(args);
   }
@@ -120,9 +122,9 @@ TEST_F(ReleaseSafety, AMinimumOfOneShowsEveryCountAndResumingRepeatsTheResults) 
 }
 
 TEST_F(ReleaseSafety, ARiskReportNamesNoKeyLevelOfFewRecords) {
-  const auto result = run_sdc({"risk", "-i", input_.string(), "-o", (dir_ / "risk.h5").string(), "--keys",
-                               "region,sex,marstat", "--suda2", "--suda2-contributions", "--report",
-                               (dir_ / "risk.json").string()});
+  const auto result =
+      run_sdc({"risk", "-i", input_.string(), "-o", (dir_ / "risk.h5").string(), "--keys", "region,sex,marstat",
+               "--suda2", "--suda2-contributions", "--report", (dir_ / "risk.json").string()});
   ASSERT_EQ(result.exit_code, 0) << result.err;
   EXPECT_EQ(validate_report(dir_ / "risk.json"), "");
   const std::string text = read_text(dir_ / "risk.json");

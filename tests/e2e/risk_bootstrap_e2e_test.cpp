@@ -27,9 +27,9 @@ class ABootstrap : public ::testing::Test {
   const std::filesystem::path& census() {
     if (census_.empty()) {
       census_ = dir_ / "census.h5";
-      const auto generated = run_sdc({"generate", "census", "--households", "5000", "--sample-fraction", "0.3",
-                                      "--output", census_.string()},
-                                     kSeed);
+      const auto generated = run_sdc(
+          {"generate", "census", "--households", "5000", "--sample-fraction", "0.3", "--output", census_.string()},
+          kSeed);
       EXPECT_EQ(generated.exit_code, 0) << generated.err;
     }
     return census_;
@@ -52,8 +52,8 @@ class ABootstrap : public ::testing::Test {
   /// Runs sdc risk on `input` with `flags`; returns the step (results and warnings) of a valid report.
   nlohmann::json risk(const std::filesystem::path& input, const std::vector<std::string>& flags,
                       const std::map<std::string, std::string>& environment = kSeed) {
-    std::vector<std::string> args{"risk", "-i", input.string(), "-o", (dir_ / "r.h5").string(), "--report",
-                                  (dir_ / "r.json").string()};
+    std::vector<std::string> args{
+        "risk", "-i", input.string(), "-o", (dir_ / "r.h5").string(), "--report", (dir_ / "r.json").string()};
     args.insert(args.end(), flags.begin(), flags.end());
     std::filesystem::remove(dir_ / "r.h5");
     const auto result = run_sdc(args, environment);
@@ -65,8 +65,8 @@ class ABootstrap : public ::testing::Test {
   /// Runs sdc risk expecting failure; checks that it left no output behind.
   ProcessResult failing_risk(const std::filesystem::path& input, const std::vector<std::string>& flags) {
     const auto before = dir_.entries();
-    std::vector<std::string> args{"risk", "-i", input.string(), "-o", (dir_ / "bad.h5").string(), "--report",
-                                  (dir_ / "bad.json").string()};
+    std::vector<std::string> args{
+        "risk", "-i", input.string(), "-o", (dir_ / "bad.h5").string(), "--report", (dir_ / "bad.json").string()};
     args.insert(args.end(), flags.begin(), flags.end());
     const auto result = run_sdc(args, kSeed);
     EXPECT_EQ(dir_.entries(), before) << "a failed run leaves nothing behind";
@@ -111,16 +111,19 @@ TEST_F(ABootstrap, EstimatesAreTheStepsOwnFiguresAndSummariesFollowTheirDefiniti
     EXPECT_GT(s["standard_error"].get<double>(), 0.0) << name;
     EXPECT_LE(s["percentile"]["lower"].get<double>(), s["percentile"]["upper"].get<double>()) << name;
     // Basic interval: [2θ̂ - Q(1 - α/2), 2θ̂ - Q(α/2)].
-    EXPECT_NEAR(s["basic"]["lower"].get<double>(), 2 * estimate - s["percentile"]["upper"].get<double>(), 1e-12) << name;
-    EXPECT_NEAR(s["basic"]["upper"].get<double>(), 2 * estimate - s["percentile"]["lower"].get<double>(), 1e-12) << name;
+    EXPECT_NEAR(s["basic"]["lower"].get<double>(), 2 * estimate - s["percentile"]["upper"].get<double>(), 1e-12)
+        << name;
+    EXPECT_NEAR(s["basic"]["upper"].get<double>(), 2 * estimate - s["percentile"]["lower"].get<double>(), 1e-12)
+        << name;
   }
   // Uniqueness-based statistics are flagged and warned about (bootstrap.md §3).
   EXPECT_FALSE(statistics["global_risk"]["naive"].get<bool>());
   EXPECT_FALSE(statistics["expected_reidentifications"]["naive"].get<bool>());
   EXPECT_TRUE(statistics["sample_uniques"]["naive"].get<bool>());
   EXPECT_TRUE(statistics["records_below_k"]["naive"].get<bool>());
-  EXPECT_TRUE(has_warning(step, "naive bootstrap of a uniqueness measure is biased: uniques survive a replicate with "
-                                "probability 0.368; use a parametric bootstrap"));
+  EXPECT_TRUE(has_warning(step,
+                          "naive bootstrap of a uniqueness measure is biased: uniques survive a replicate with "
+                          "probability 0.368; use a parametric bootstrap"));
   EXPECT_EQ(bootstrap["unique_survival"]["sample_uniques"], 4);
   // Poisson replicate sizes vary around n = 8.
   EXPECT_LT(bootstrap["replicate_records"]["min"].get<std::int64_t>(), 8);
@@ -151,15 +154,15 @@ TEST_F(ABootstrap, TakesTheConfidenceAndQuantileType) {
 
 TEST_F(ABootstrap, UsesTheStepsRiskMethodQualAndK) {
   // A weighted census sample with classes above 2: the exact method and qual change every risk.
-  const auto step = risk(census(), {"--keys", "sex,age,marstat,nuts2", "--weight", "weight", "--household", "hid",
-                                    "--risk-method", "exact", "--qual", "0.7", "--k-anonymity", "5", "--bootstrap",
-                                    "20"});
+  const auto step =
+      risk(census(), {"--keys", "sex,age,marstat,nuts2", "--weight", "weight", "--household", "hid", "--risk-method",
+                      "exact", "--qual", "0.7", "--k-anonymity", "5", "--bootstrap", "20"});
   const auto& results = step["results"];
   const auto& statistics = results["bootstrap"]["statistics"];
   const double er = results["individual_risk"]["expected_reidentifications"].get<double>();
   EXPECT_NEAR(statistics["expected_reidentifications"]["estimate"].get<double>(), er, 1e-12 * er);
-  EXPECT_NEAR(statistics["global_risk"]["estimate"].get<double>(), results["individual_risk"]["global_risk"].get<double>(),
-              1e-12);
+  EXPECT_NEAR(statistics["global_risk"]["estimate"].get<double>(),
+              results["individual_risk"]["global_risk"].get<double>(), 1e-12);
   EXPECT_EQ(statistics["sample_uniques"]["estimate"].get<double>(), results["sample_uniques"].get<double>());
   EXPECT_EQ(results["k"], 5);
   EXPECT_EQ(results["bootstrap"]["k"], 5);
@@ -181,7 +184,8 @@ TEST_F(ABootstrap, ClusterIsTheDefaultWithHouseholdsAndIsReproducibleFromTheSeed
   const auto again = risk(census(), flags);
   EXPECT_EQ(again["results"]["bootstrap"], bootstrap);
   const auto other_seed = risk(census(), flags, {{"SDC_SEED", "4711"}});
-  EXPECT_NE(other_seed["results"]["bootstrap"]["statistics"]["global_risk"]["mean"], bootstrap["statistics"]["global_risk"]["mean"]);
+  EXPECT_NE(other_seed["results"]["bootstrap"]["statistics"]["global_risk"]["mean"],
+            bootstrap["statistics"]["global_risk"]["mean"]);
   EXPECT_EQ(other_seed["results"]["bootstrap"]["statistics"]["global_risk"]["estimate"],
             bootstrap["statistics"]["global_risk"]["estimate"]);
   // Record-level designs with households are allowed, with a warning.
@@ -192,9 +196,10 @@ TEST_F(ABootstrap, ClusterIsTheDefaultWithHouseholdsAndIsReproducibleFromTheSeed
 }
 
 TEST_F(ABootstrap, MultinomialAndStratifiedDesignsDrawExactlyTheirSampleSizes) {
-  const auto records = risk(census(), {"--keys", "sex,age", "--bootstrap", "10"})["results"]["records"].get<std::int64_t>();
-  const auto multinomial =
-      risk(census(), {"--keys", "sex,age", "--bootstrap", "10", "--bootstrap-design", "multinomial"})["results"]["bootstrap"];
+  const auto records =
+      risk(census(), {"--keys", "sex,age", "--bootstrap", "10"})["results"]["records"].get<std::int64_t>();
+  const auto multinomial = risk(census(), {"--keys", "sex,age", "--bootstrap", "10", "--bootstrap-design",
+                                           "multinomial"})["results"]["bootstrap"];
   EXPECT_EQ(multinomial["design"], "multinomial");
   EXPECT_EQ(multinomial["replicate_records"]["min"], records);
   EXPECT_EQ(multinomial["replicate_records"]["max"], records);
@@ -208,11 +213,13 @@ TEST_F(ABootstrap, MultinomialAndStratifiedDesignsDrawExactlyTheirSampleSizes) {
   EXPECT_EQ(by_record["replicate_records"]["min"], records);
   EXPECT_EQ(by_record["replicate_records"]["max"], records);
   // Households within strata: the household count is fixed, the record count varies.
-  const auto by_household = risk(census(), {"--keys", "sex,age", "--household", "hid", "--bootstrap", "10",
-                                            "--bootstrap-design", "stratified", "--bootstrap-strata", "nuts2"})["results"]["bootstrap"];
+  const auto by_household =
+      risk(census(), {"--keys", "sex,age", "--household", "hid", "--bootstrap", "10", "--bootstrap-design",
+                      "stratified", "--bootstrap-strata", "nuts2"})["results"]["bootstrap"];
   EXPECT_EQ(by_household["resampling_unit"], "household");
   EXPECT_EQ(by_household["units"], census_households());
-  EXPECT_LT(by_household["replicate_records"]["min"].get<std::int64_t>(), by_household["replicate_records"]["max"].get<std::int64_t>());
+  EXPECT_LT(by_household["replicate_records"]["min"].get<std::int64_t>(),
+            by_household["replicate_records"]["max"].get<std::int64_t>());
 }
 
 TEST_F(ABootstrap, RejectsBadOptionsWithAClearMessageAndNoOutput) {
@@ -276,14 +283,15 @@ TEST_F(ABootstrap, RejectsBadOptionsWithAClearMessageAndNoOutput) {
 TEST_F(ABootstrap, RejectsBadStrataAndWeightsNamingTheVariableAndRow) {
   {
     // The stratum of a household must not change between its members.
-    const auto result = failing_risk(census(), {"--keys", "sex,age", "--household", "hid", "--bootstrap", "10",
-                                                "--bootstrap-strata", "sex"});
+    const auto result = failing_risk(
+        census(), {"--keys", "sex,age", "--household", "hid", "--bootstrap", "10", "--bootstrap-strata", "sex"});
     EXPECT_EQ(result.exit_code, 3) << result.err;
     EXPECT_NE(result.err.find("'sex'"), std::string::npos) << result.err;
     EXPECT_NE(result.err.find("row id"), std::string::npos) << result.err;
   }
   {
-    const auto result = failing_risk(census(), {"--keys", "sex,age", "--bootstrap", "10", "--bootstrap-strata", "weight"});
+    const auto result =
+        failing_risk(census(), {"--keys", "sex,age", "--bootstrap", "10", "--bootstrap-strata", "weight"});
     EXPECT_NE(result.exit_code, 0) << result.err;
     EXPECT_NE(result.err.find("weight"), std::string::npos) << result.err;
   }

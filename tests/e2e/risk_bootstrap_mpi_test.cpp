@@ -27,8 +27,15 @@ class ABootstrapUnderMpi : public ::testing::Test {
 
   /// Runs `sdc --threads T risk ...` on `ranks` ranks; returns the step's results.
   nlohmann::json risk(int ranks, int threads, const std::string& output, const std::vector<std::string>& flags) {
-    std::vector<std::string> args{"--threads", std::to_string(threads), "risk", "-i", census().string(), "-o",
-                                  (dir_ / output).string(), "--report", (dir_ / (output + ".json")).string()};
+    std::vector<std::string> args{"--threads",
+                                  std::to_string(threads),
+                                  "risk",
+                                  "-i",
+                                  census().string(),
+                                  "-o",
+                                  (dir_ / output).string(),
+                                  "--report",
+                                  (dir_ / (output + ".json")).string()};
     args.insert(args.end(), flags.begin(), flags.end());
     const auto result = run_sdc_mpi(ranks, args, {{"SDC_SEED", "77"}});
     EXPECT_EQ(result.exit_code, 0) << ranks << " ranks, " << threads << " threads:\n" << result.err;
@@ -41,8 +48,8 @@ class ABootstrapUnderMpi : public ::testing::Test {
 
 TEST_F(ABootstrapUnderMpi, UniquesSurvivePoissonReplicatesWithProbabilityOneOverEForOneToFourRanks) {
   // About 59 000 persons; keys that leave thousands of sample uniques.
-  const std::vector<std::string> flags{"--keys", "sex,age,marstat,citizenship,lau2", "--bootstrap", "40",
-                                       "--bootstrap-design", "poisson"};
+  const std::vector<std::string> flags{
+      "--keys", "sex,age,marstat,citizenship,lau2", "--bootstrap", "40", "--bootstrap-design", "poisson"};
   nlohmann::json one_rank;
   for (int ranks = 1; ranks <= 4; ++ranks) {
     const auto results = risk(ranks, 1, "poisson-" + std::to_string(ranks) + ".h5", flags);

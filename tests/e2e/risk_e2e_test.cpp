@@ -14,15 +14,16 @@ TEST(SdcRisk, ReproducesTheFrancdatOracle) {
   if (francdat.empty()) GTEST_SKIP() << "../shared/data is absent";
   TempDir dir;
   ASSERT_EQ(run_sdc({"import", francdat.string(), "-o", (dir / "f.h5").string(), "--role", "weight=w"}).exit_code, 0);
-  const auto result = run_sdc({"risk", "-i", (dir / "f.h5").string(), "-o", (dir / "r.h5").string(), "--keys",
-                               "Key1,Key2,Key3,Key4", "--weight", "w", "--k-anonymity", "2", "--report",
-                               (dir / "r.json").string()});
+  const auto result =
+      run_sdc({"risk", "-i", (dir / "f.h5").string(), "-o", (dir / "r.h5").string(), "--keys", "Key1,Key2,Key3,Key4",
+               "--weight", "w", "--k-anonymity", "2", "--report", (dir / "r.json").string()});
   ASSERT_EQ(result.exit_code, 0) << result.err;
   ASSERT_EQ(run_sdc({"export", (dir / "r.h5").string(), "-o", (dir / "r.csv").string()}).exit_code, 0);
   const auto rows = read_csv_fields(dir / "r.csv");
   // risk.md, oracle "E francdat".
   EXPECT_EQ(csv_column(rows, "fk"), (std::vector<std::string>{"2", "2", "2", "1", "1", "1", "1", "2"}));
-  EXPECT_EQ(csv_column(rows, "fk_weighted"), (std::vector<std::string>{"110", "84.5", "84.5", "17", "541", "8", "5", "110"}));
+  EXPECT_EQ(csv_column(rows, "fk_weighted"),
+            (std::vector<std::string>{"110", "84.5", "84.5", "17", "541", "8", "5", "110"}));
   EXPECT_EQ(csv_column(rows, "violates_k_anonymity"),
             (std::vector<std::string>{"false", "false", "false", "true", "true", "true", "true", "false"}));
   EXPECT_EQ(csv_column(rows, "Num1").size(), 8U) << "the input's variables are kept";
@@ -82,7 +83,8 @@ TEST_F(ASmallHouseholdFile, RejectsANonCategoricalKeyAndABadThreshold) {
   import("hid,sex,income\n1,1,10.5\n2,2,20.25\n", {"--role", "household=hid"});
   const auto continuous_key = risk({"--keys", "sex,income"});
   EXPECT_EQ(continuous_key.exit_code, 3);
-  EXPECT_NE(continuous_key.err.find("'income' is continuous, expected categorical"), std::string::npos) << continuous_key.err;
+  EXPECT_NE(continuous_key.err.find("'income' is continuous, expected categorical"), std::string::npos)
+      << continuous_key.err;
   EXPECT_EQ(risk({"--keys", "sex", "--k-anonymity", "0"}).exit_code, 2);
   EXPECT_EQ(risk({"--keys", "sex", "--missing", "anything"}).exit_code, 2);
   EXPECT_EQ(risk({"--keys", "sex", "--missing", "wildcard", "--alpha", "1.5"}).exit_code, 2);

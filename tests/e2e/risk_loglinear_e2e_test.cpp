@@ -20,7 +20,8 @@ std::string toy_csv(const std::string& weight) {
   const int counts[2][2] = {{1, 3}, {4, 2}};
   for (int a = 0; a < 2; ++a)
     for (int b = 0; b < 2; ++b)
-      for (int i = 0; i < counts[a][b]; ++i) csv += std::to_string(a + 1) + "," + std::to_string(b + 1) + "," + weight + "\n";
+      for (int i = 0; i < counts[a][b]; ++i)
+        csv += std::to_string(a + 1) + "," + std::to_string(b + 1) + "," + weight + "\n";
   return csv;
 }
 
@@ -35,15 +36,16 @@ class LogLinearToy : public ::testing::Test {
   void SetUp() override { import("2.5"); }
 
   std::vector<std::string> args(const std::vector<std::string>& flags) const {
-    std::vector<std::string> all{"risk", "-i", (dir_ / "toy.h5").string(), "-o", (dir_ / "r.h5").string(), "--keys", "a,b",
-                                 "--weight", "w", "--report", (dir_ / "r.json").string()};
+    std::vector<std::string> all{
+        "risk", "-i",       (dir_ / "toy.h5").string(), "-o", (dir_ / "r.h5").string(), "--keys", "a,b", "--weight",
+        "w",    "--report", (dir_ / "r.json").string()};
     all.insert(all.end(), flags.begin(), flags.end());
     return all;
   }
 
   /// Runs sdc risk with `flags`; returns the loglinear results and the output's rows.
-  std::pair<nlohmann::json, std::vector<std::vector<std::string>>> risk(const std::vector<std::string>& flags,
-                                                                        const std::map<std::string, std::string>& env = {}) {
+  std::pair<nlohmann::json, std::vector<std::vector<std::string>>> risk(
+      const std::vector<std::string>& flags, const std::map<std::string, std::string>& env = {}) {
     const auto [rows, results] = run_and_read_back(args(flags), dir_ / "r.h5", dir_ / "r.json", env);
     return {results["loglinear"], rows};
   }
@@ -144,8 +146,8 @@ TEST_F(LogLinearToy, SelectsAmongCandidatesAndReportsEveryScore) {
 
 TEST_F(LogLinearToy, BootstrapsTauReproduciblyFromTheSeed) {
   const std::map<std::string, std::string> env{{"SDC_SEED", "424242"}};
-  const std::vector<std::string> flags{"--loglinear", "independence", "--loglinear-sampling-fraction", "0.4",
-                                       "--loglinear-bootstrap", "40", "--loglinear-confidence", "0.9"};
+  const std::vector<std::string> flags{"--loglinear",           "independence", "--loglinear-sampling-fraction", "0.4",
+                                       "--loglinear-bootstrap", "40",           "--loglinear-confidence",        "0.9"};
   const auto [first, rows] = risk(flags, env);
   const auto& bootstrap = first["bootstrap"];
   EXPECT_EQ(bootstrap["replicates"], 40);
@@ -168,19 +170,20 @@ TEST_F(LogLinearToy, RefusesBadOptionsWithoutLeavingOutput) {
   expect_error({"--mode", "compat", "--loglinear", "independence", "--loglinear-sampling-fraction", "0.4"}, 2,
                "--loglinear-sampling-fraction is for native mode");
   expect_error({"--loglinear-sampling-fraction", "0.4"}, 2, "need --loglinear MODEL");
-  expect_error({"--loglinear", "independence", "--loglinear-sampling-fraction", "1.5"}, 2, "--loglinear-sampling-fraction");
+  expect_error({"--loglinear", "independence", "--loglinear-sampling-fraction", "1.5"}, 2,
+               "--loglinear-sampling-fraction");
   expect_error({"--loglinear", "independence", "--loglinear-candidates", "independence"}, 2, "exclude each other");
   expect_error({"--loglinear", "independence", "--loglinear-bootstrap", "10"}, 2,
                "--loglinear-bootstrap needs --loglinear-sampling-fraction");
-  expect_error({"--loglinear", "independence", "--loglinear-sampling-fraction", "0.4", "--loglinear-bootstrap", "10"}, 2,
-               "needs a seed");
+  expect_error({"--loglinear", "independence", "--loglinear-sampling-fraction", "0.4", "--loglinear-bootstrap", "10"},
+               2, "needs a seed");
   expect_error({"--loglinear", "independence", "--loglinear-select", "aicc"}, 2, "--loglinear-select");
   EXPECT_EQ(dir_.entries().size(), 2U);  // toy.csv and toy.h5 only
 }
 
 TEST_F(LogLinearToy, NeedsWeightsOrASamplingFraction) {
-  const auto result = run_sdc({"risk", "-i", (dir_ / "toy.h5").string(), "-o", (dir_ / "r.h5").string(), "--keys", "a,b",
-                               "--loglinear", "independence"});
+  const auto result = run_sdc({"risk", "-i", (dir_ / "toy.h5").string(), "-o", (dir_ / "r.h5").string(), "--keys",
+                               "a,b", "--loglinear", "independence"});
   EXPECT_EQ(result.exit_code, 2) << result.err;
   EXPECT_NE(result.err.find("--loglinear needs --weight"), std::string::npos) << result.err;
   EXPECT_FALSE(std::filesystem::exists(dir_ / "r.h5"));

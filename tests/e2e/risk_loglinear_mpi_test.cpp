@@ -27,8 +27,16 @@ class ALogLinearMpiRun : public ::testing::Test {
     std::vector<nlohmann::json> results;
     for (const auto& [ranks, threads] : std::vector<std::pair<int, int>>{{1, 1}, {1, 2}, {2, 1}, {3, 1}}) {
       const std::string output = "ll-" + std::to_string(ranks) + "x" + std::to_string(threads) + ".h5";
-      std::vector<std::string> args{"--threads", std::to_string(threads), "risk", "-i", (dir_ / "census.h5").string(),
-                                    "-o", (dir_ / output).string(), "--household", "hid", "--report",
+      std::vector<std::string> args{"--threads",
+                                    std::to_string(threads),
+                                    "risk",
+                                    "-i",
+                                    (dir_ / "census.h5").string(),
+                                    "-o",
+                                    (dir_ / output).string(),
+                                    "--household",
+                                    "hid",
+                                    "--report",
                                     (dir_ / (output + ".json")).string()};
       args.insert(args.end(), flags.begin(), flags.end());
       const auto result = run_sdc_mpi(ranks, args, {{"SDC_SEED", "77"}});
@@ -36,7 +44,8 @@ class ALogLinearMpiRun : public ::testing::Test {
       if (result.exit_code != 0) return {};
       EXPECT_EQ(validate_report(dir_ / (output + ".json")), "");
       digests.push_back(digest_of(dir_ / output));
-      results.push_back(nlohmann::json::parse(read_text(dir_ / (output + ".json")))["steps"][0]["results"]["loglinear"]);
+      results.push_back(
+          nlohmann::json::parse(read_text(dir_ / (output + ".json")))["steps"][0]["results"]["loglinear"]);
     }
     if (!digests.empty()) print_digest("loglinear", digests.front());
     for (std::size_t c = 1; c < digests.size(); ++c) {
@@ -66,8 +75,8 @@ TEST_F(ALogLinearMpiRun, SelectsAndBootstrapsTheSameForAnyRankAndThreadCount) {
 }
 
 TEST_F(ALogLinearMpiRun, GivesTheSameCompatRisksForAnyRankAndThreadCount) {
-  const auto results = expect_invariant({"--keys", "sex,age,marstat,education", "--weight", "weight", "--mode", "compat",
-                                         "--loglinear", "two-way", "--loglinear-bound", "5"});
+  const auto results = expect_invariant({"--keys", "sex,age,marstat,education", "--weight", "weight", "--mode",
+                                         "compat", "--loglinear", "two-way", "--loglinear-bound", "5"});
   EXPECT_GT(results["kept_classes"].get<std::int64_t>(), 0);
 }
 

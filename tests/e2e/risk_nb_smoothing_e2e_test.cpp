@@ -115,8 +115,9 @@ class NbSmoothing : public ::testing::Test {
   }
 
   std::vector<std::string> args(const std::vector<std::string>& flags) const {
-    std::vector<std::string> all{"risk", "-i", (dir_ / "s.h5").string(), "-o", (dir_ / "r.h5").string(),
-                                 "--keys", "g,a,b", "--weight", "w", "--report", (dir_ / "r.json").string()};
+    std::vector<std::string> all{
+        "risk", "-i",       (dir_ / "s.h5").string(),  "-o", (dir_ / "r.h5").string(), "--keys", "g,a,b", "--weight",
+        "w",    "--report", (dir_ / "r.json").string()};
     all.insert(all.end(), flags.begin(), flags.end());
     return all;
   }
@@ -231,7 +232,9 @@ TEST_F(NbSmoothing, RejectsBadOptionsWithTheFlagNamedAndNoOutput) {
       {{"--nb-smoothing", "--ordinal-keys", "a", "--nb-radius", "0"}, 2, "--nb-radius"},
       {{"--nb-smoothing", "--ordinal-keys", "a", "--nb-l1-radius", "0"}, 2, "--nb-l1-radius"},
       {{"--nb-smoothing", "--ordinal-keys", "a", "--nb-degree", "0"}, 2, "--nb-degree"},
-      {{"--nb-smoothing", "--ordinal-keys", "a", "--nb-sampling-fraction", "1.5"}, 2, "--nb-sampling-fraction: expected a number in (0, 1]"},
+      {{"--nb-smoothing", "--ordinal-keys", "a", "--nb-sampling-fraction", "1.5"},
+       2,
+       "--nb-sampling-fraction: expected a number in (0, 1]"},
       {{"--nb-smoothing", "--ordinal-keys", "a", "--nb-out-of-range", "drop"}, 2, "--nb-out-of-range"},
       {{"--nb-smoothing", "--ordinal-keys", "a", "--nb-degree", "5"}, 4, "--nb-degree 5 exceeds 2 x --nb-radius"},
       {{"--nb-smoothing", "--ordinal-keys", "a,b", "--nb-radius", "600"}, 4, "--nb-radius 600"},
@@ -245,7 +248,8 @@ TEST_F(NbSmoothing, RejectsBadOptionsWithTheFlagNamedAndNoOutput) {
     EXPECT_FALSE(std::filesystem::exists(dir_ / "r.h5")) << joined;
     auto entries = dir_.entries();
     std::sort(entries.begin(), entries.end());
-    EXPECT_EQ(entries, (std::vector<std::string>{"s.csv", "s.h5"})) << joined << ": no output, report or temporary file";
+    EXPECT_EQ(entries, (std::vector<std::string>{"s.csv", "s.h5"}))
+        << joined << ": no output, report or temporary file";
   }
   // Without weights the sampling fraction must be given.
   const auto unweighted = run_sdc({"risk", "-i", (dir_ / "s.h5").string(), "-o", (dir_ / "r.h5").string(), "--keys",
@@ -258,15 +262,18 @@ TEST_F(NbSmoothing, RejectsBadOptionsWithTheFlagNamedAndNoOutput) {
 TEST(NbSmoothingInput, RejectsMissingOrdinalValuesAndUniquesWithWeightsBelowOne) {
   TempDir dir;
   write_text(dir / "m.csv", "g,a,w\n1,1,10\n1,,10\n2,3,10\n2,3,10\n");
-  ASSERT_EQ(run_sdc({"import", (dir / "m.csv").string(), "-o", (dir / "m.h5").string(), "--role", "weight=w"}).exit_code, 0);
+  ASSERT_EQ(
+      run_sdc({"import", (dir / "m.csv").string(), "-o", (dir / "m.h5").string(), "--role", "weight=w"}).exit_code, 0);
   const auto missing = run_sdc({"risk", "-i", (dir / "m.h5").string(), "-o", (dir / "r.h5").string(), "--keys", "g,a",
                                 "--weight", "w", "--missing", "category", "--nb-smoothing", "--ordinal-keys", "a"});
   EXPECT_EQ(missing.exit_code, 3) << missing.err;
-  EXPECT_NE(missing.err.find("variable 'a', row id 1: missing value in an ordinal key"), std::string::npos) << missing.err;
+  EXPECT_NE(missing.err.find("variable 'a', row id 1: missing value in an ordinal key"), std::string::npos)
+      << missing.err;
   EXPECT_FALSE(std::filesystem::exists(dir / "r.h5"));
 
   write_text(dir / "l.csv", "g,a,w\n1,1,0.5\n1,2,3\n2,3,0.25\n2,3,0.25\n");
-  ASSERT_EQ(run_sdc({"import", (dir / "l.csv").string(), "-o", (dir / "l.h5").string(), "--role", "weight=w"}).exit_code, 0);
+  ASSERT_EQ(
+      run_sdc({"import", (dir / "l.csv").string(), "-o", (dir / "l.h5").string(), "--role", "weight=w"}).exit_code, 0);
   const auto light = run_sdc({"risk", "-i", (dir / "l.h5").string(), "-o", (dir / "r.h5").string(), "--keys", "g,a",
                               "--weight", "w", "--mode", "compat", "--nb-smoothing", "--ordinal-keys", "a"});
   EXPECT_EQ(light.exit_code, 3) << light.err;

@@ -31,8 +31,13 @@ class AnNbSmoothingRun : public ::testing::Test {
       const std::string name = "nb-" + std::to_string(ranks) + "x" + std::to_string(threads);
       const auto output = (dir_ / (name + ".h5")).string();
       const auto report = (dir_ / (name + ".json")).string();
-      std::vector<std::string> args{"--threads", std::to_string(threads), "risk", "-i", sample_, "-o", output,
-                                    "--weight", "weight", "--household", "hid", "--nb-smoothing", "--report", report};
+      std::vector<std::string> args{"--threads", std::to_string(threads),
+                                    "risk",      "-i",
+                                    sample_,     "-o",
+                                    output,      "--weight",
+                                    "weight",    "--household",
+                                    "hid",       "--nb-smoothing",
+                                    "--report",  report};
       args.insert(args.end(), flags.begin(), flags.end());
       const auto result = run_sdc_mpi(ranks, args);
       EXPECT_EQ(result.exit_code, 0) << ranks << " ranks, " << threads << " threads:\n" << result.err;
@@ -65,8 +70,8 @@ TEST_F(AnNbSmoothingRun, GivesEqualDigestsAndResultsForAnyRankAndThreadCount) {
 TEST_F(AnNbSmoothingRun, SplitsTheFirstOrdinalKeyWithAHaloWhenNoKeyIsFixed) {
   // Every key ordinal: ranks own ranges of the 9 hsize codes and get copies of the classes within
   // c = 4 of their range, which on 3 ranks reach beyond the next rank's range.
-  const auto results = expect_invariance({"--keys", "hsize,age", "--ordinal-keys", "hsize,age", "--nb-radius", "4",
-                                          "--nb-l1-radius", "5"});
+  const auto results = expect_invariance(
+      {"--keys", "hsize,age", "--ordinal-keys", "hsize,age", "--nb-radius", "4", "--nb-l1-radius", "5"});
   EXPECT_GT(results["sample_uniques"].get<std::int64_t>(), 50);
   EXPECT_EQ(results["neighbourhood_size"], 57);  // |δ| <= 4 each, |δ_1| + |δ_2| <= 5: 61 - 4
   EXPECT_EQ(results["fixed_keys"], nlohmann::json::array());
@@ -81,9 +86,11 @@ TEST(AnNbSmoothingError, StopsEveryRankWithTheSameMessage) {
   for (int i = 0; i < 30; ++i) csv += std::to_string(1 + i % 2) + "," + std::to_string(i % 5) + ",4\n";
   csv += "2,9,0.5\n";
   write_text(dir / "l.csv", csv);
-  ASSERT_EQ(run_sdc({"import", (dir / "l.csv").string(), "-o", (dir / "l.h5").string(), "--role", "weight=w"}).exit_code, 0);
-  const auto result = run_sdc_mpi(3, {"risk", "-i", (dir / "l.h5").string(), "-o", (dir / "r.h5").string(), "--keys",
-                                      "g,a", "--weight", "w", "--mode", "compat", "--nb-smoothing", "--ordinal-keys", "a"});
+  ASSERT_EQ(
+      run_sdc({"import", (dir / "l.csv").string(), "-o", (dir / "l.h5").string(), "--role", "weight=w"}).exit_code, 0);
+  const auto result =
+      run_sdc_mpi(3, {"risk", "-i", (dir / "l.h5").string(), "-o", (dir / "r.h5").string(), "--keys", "g,a", "--weight",
+                      "w", "--mode", "compat", "--nb-smoothing", "--ordinal-keys", "a"});
   EXPECT_EQ(result.exit_code, 3) << result.err;
   EXPECT_NE(result.err.find("1 sample unique has a weight below 1 in variable 'w'"), std::string::npos) << result.err;
   EXPECT_FALSE(std::filesystem::exists(dir / "r.h5"));

@@ -32,15 +32,17 @@ class Suda2Oracle : public ::testing::Test {
   /// Runs sdc risk --suda2 with `flags` on `input`; returns the output's rows and the step's results.
   std::pair<std::vector<std::vector<std::string>>, nlohmann::json> suda2(const std::vector<std::string>& flags,
                                                                          const std::string& input = "o") {
-    std::vector<std::string> args{"risk", "-i", (dir_ / (input + ".h5")).string(), "-o", (dir_ / "r.h5").string(),
-                                  "--keys", "a,b,c", "--suda2", "--report", (dir_ / "r.json").string()};
+    std::vector<std::string> args{
+        "risk",    "-i",       (dir_ / (input + ".h5")).string(), "-o", (dir_ / "r.h5").string(), "--keys", "a,b,c",
+        "--suda2", "--report", (dir_ / "r.json").string()};
     args.insert(args.end(), flags.begin(), flags.end());
     return run_and_read_back(args, dir_ / "r.h5", dir_ / "r.json");
   }
 
   /// A run that must fail with a usage error naming `fragment` and leave no output.
   void expect_usage_error(const std::vector<std::string>& flags, const std::string& fragment) {
-    std::vector<std::string> args{"risk", "-i", (dir_ / "o.h5").string(), "-o", (dir_ / "bad.h5").string(), "--keys", "a,b,c"};
+    std::vector<std::string> args{"risk",   "-i",   (dir_ / "o.h5").string(), "-o", (dir_ / "bad.h5").string(),
+                                  "--keys", "a,b,c"};
     args.insert(args.end(), flags.begin(), flags.end());
     const auto result = run_sdc(args);
     EXPECT_EQ(result.exit_code, 2) << result.err;
@@ -63,7 +65,8 @@ TEST_F(Suda2Oracle, GivesTheScoresAndDisScoresOfTheOracle) {
   EXPECT_EQ(suda["U"], 5);
   EXPECT_EQ(suda["D"], 2);
   EXPECT_EQ(suda["msus"], 7);
-  EXPECT_EQ(suda["msus_by_size"], (nlohmann::json{{{"size", 1}, {"msus", 1}}, {{"size", 2}, {"msus", 6}}, {{"size", 3}, {"msus", 0}}}));
+  EXPECT_EQ(suda["msus_by_size"],
+            (nlohmann::json{{{"size", 1}, {"msus", 1}}, {{"size", 2}, {"msus", 6}}, {{"size", 3}, {"msus", 0}}}));
   EXPECT_EQ(suda["records_with_msu"], 5);
   EXPECT_EQ(suda["score_sum"], 8.0);
   EXPECT_EQ(suda["score_max"], 3.0);
@@ -85,7 +88,8 @@ TEST_F(Suda2Oracle, GivesTheContributionsOfEveryKeyAndLevel) {
   EXPECT_EQ(contributions[0]["levels"], (nlohmann::json{{{"level", "1"}, {"percent", 40.0}},
                                                         {{"level", "2"}, {"percent", 20.0}},
                                                         {{"level", "3"}, {"percent", 40.0}}}));
-  EXPECT_EQ(contributions[2]["levels"], (nlohmann::json{{{"level", "1"}, {"percent", 25.0}}, {{"level", "2"}, {"percent", 75.0}}}));
+  EXPECT_EQ(contributions[2]["levels"],
+            (nlohmann::json{{{"level", "1"}, {"percent", 25.0}}, {{"level", "2"}, {"percent", 75.0}}}));
   expect_all_near(csv_numbers(rows, "suda_score"), {1, 2, 1, 1, 0, 0, 3}, 0);
 }
 
@@ -95,7 +99,8 @@ TEST_F(Suda2Oracle, NamesNoLevelThatFewerRecordsThanTheReportMinimumCarry) {
   const auto [rows, results] = suda2({"--suda2-contributions"});
   const auto& contributions = results["suda2"]["contributions"];
   ASSERT_EQ(contributions.size(), 3U);
-  EXPECT_EQ(contributions[0]["levels"], (nlohmann::json{{{"level", "1"}, {"percent", 40.0}}, {{"level", "2"}, {"percent", 20.0}}}));
+  EXPECT_EQ(contributions[0]["levels"],
+            (nlohmann::json{{{"level", "1"}, {"percent", 40.0}}, {{"level", "2"}, {"percent", 20.0}}}));
   EXPECT_EQ(contributions[0]["levels_withheld"], 1);
   EXPECT_EQ(contributions[2]["levels"], (nlohmann::json{{{"level", "1"}, {"percent", 25.0}}}));
   EXPECT_EQ(contributions[2]["levels_withheld"], 1);
@@ -144,8 +149,8 @@ TEST_F(Suda2Oracle, AMissingKeyValueNeverFormsAnMsu) {
 }
 
 TEST_F(Suda2Oracle, WithoutTheFlagAddsNoColumnsAndNoResults) {
-  const auto result = run_sdc({"risk", "-i", (dir_ / "o.h5").string(), "-o", (dir_ / "r.h5").string(), "--keys", "a,b,c",
-                               "--report", (dir_ / "r.json").string()});
+  const auto result = run_sdc({"risk", "-i", (dir_ / "o.h5").string(), "-o", (dir_ / "r.h5").string(), "--keys",
+                               "a,b,c", "--report", (dir_ / "r.json").string()});
   ASSERT_EQ(result.exit_code, 0) << result.err;
   const auto report = nlohmann::json::parse(read_text(dir_ / "r.json"));
   EXPECT_FALSE(report["steps"][0]["results"].contains("suda2"));

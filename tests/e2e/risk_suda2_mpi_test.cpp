@@ -16,19 +16,19 @@ TEST(ASuda2MpiRun, GivesEqualDigestsAndResultsForAnyRankAndThreadCount) {
   const auto environment = mpi_environment({{"SDC_SEED", "20260417"}});
   const auto census = (dir / "census.h5").string();
   // About 59 000 persons in 400 lau2 areas.
-  ASSERT_EQ(run_process({sdc_executable().string(), "generate", "census", "--households", "20000", "-o", census}, environment)
-                .exit_code,
-            0);
+  ASSERT_EQ(
+      run_process({sdc_executable().string(), "generate", "census", "--households", "20000", "-o", census}, environment)
+          .exit_code,
+      0);
   std::vector<std::string> digests;
   std::vector<nlohmann::json> results;
   for (const auto& [ranks, threads] : std::vector<std::pair<int, int>>{{1, 1}, {1, 2}, {2, 1}, {3, 1}}) {
     const std::string name = "suda-" + std::to_string(ranks) + "x" + std::to_string(threads);
     const auto output = (dir / (name + ".h5")).string();
     const auto report = (dir / (name + ".json")).string();
-    const auto result =
-        run_sdc_mpi(ranks, {"--threads", std::to_string(threads), "risk", "-i", census, "-o", output, "--keys",
-                            "sex,age,marstat,citizenship,lau2", "--household", "hid", "--suda2", "--suda2-contributions",
-                            "--report", report});
+    const auto result = run_sdc_mpi(ranks, {"--threads", std::to_string(threads), "risk", "-i", census, "-o", output,
+                                            "--keys", "sex,age,marstat,citizenship,lau2", "--household", "hid",
+                                            "--suda2", "--suda2-contributions", "--report", report});
     ASSERT_EQ(result.exit_code, 0) << ranks << " ranks, " << threads << " threads:\n" << result.err;
     EXPECT_EQ(validate_report(report), "");
     digests.push_back(digest_of(output));

@@ -19,8 +19,17 @@ class Francdat : public ::testing::Test {
 
   /// Runs sdc risk with `flags`, exports the output and returns its rows and the step's results.
   std::pair<std::vector<std::vector<std::string>>, nlohmann::json> risk(const std::vector<std::string>& flags) {
-    std::vector<std::string> args{"risk", "-i", (dir_ / "f.h5").string(), "-o", (dir_ / "r.h5").string(), "--keys",
-                                  "Key1,Key2,Key3,Key4", "--weight", "w", "--report", (dir_ / "r.json").string()};
+    std::vector<std::string> args{"risk",
+                                  "-i",
+                                  (dir_ / "f.h5").string(),
+                                  "-o",
+                                  (dir_ / "r.h5").string(),
+                                  "--keys",
+                                  "Key1,Key2,Key3,Key4",
+                                  "--weight",
+                                  "w",
+                                  "--report",
+                                  (dir_ / "r.json").string()};
     args.insert(args.end(), flags.begin(), flags.end());
     return run_and_read_back(args, dir_ / "r.h5", dir_ / "r.json");
   }
@@ -31,7 +40,8 @@ class Francdat : public ::testing::Test {
 TEST_F(Francdat, GivesTheIndividualAndGlobalRiskOfTheOracle) {
   const auto [rows, results] = risk({});
   expect_all_near(csv_numbers(rows, "individual_risk"),
-                  {0.01714426, 0.02204233, 0.02204233, 0.17707583, 0.01165448, 0.29706308, 0.40235948, 0.01714426}, 5e-9);
+                  {0.01714426, 0.02204233, 0.02204233, 0.17707583, 0.01165448, 0.29706308, 0.40235948, 0.01714426},
+                  5e-9);
   EXPECT_NEAR(results["individual_risk"]["expected_reidentifications"].get<double>(), 0.966526, 5e-7);
   EXPECT_NEAR(results["individual_risk"]["global_risk"].get<double>(), 0.1208158, 5e-8);
   EXPECT_EQ(results["individual_risk"]["method"], "approx");
@@ -46,7 +56,8 @@ TEST_F(Francdat, GivesTheIndividualAndGlobalRiskOfTheOracle) {
 TEST_F(Francdat, GivesTheHouseholdRiskOfTheOracle) {
   const auto [rows, results] = risk({"--household", "hid"});
   expect_all_near(csv_numbers(rows, "household_risk"),
-                  {0.03880869, 0.03880869, 0.20459435, 0.20459435, 0.20459435, 0.29706308, 0.41260558, 0.41260558}, 5e-9);
+                  {0.03880869, 0.03880869, 0.20459435, 0.20459435, 0.20459435, 0.29706308, 0.41260558, 0.41260558},
+                  5e-9);
   EXPECT_NEAR(results["household_risk"]["expected_reidentifications"].get<double>(), 1.8136747, 5e-8);
   EXPECT_NEAR(results["household_risk"]["global_risk"].get<double>(), 0.2267093, 5e-8);
 }
@@ -104,14 +115,14 @@ TEST_F(Francdat, RejectsWeightsBelowOneInNativeModeAndComputesThemInCompat) {
                      "--role", "weight=w"})
                 .exit_code,
             0);
-  const auto native = run_sdc({"risk", "-i", (dir_ / "low.h5").string(), "-o", (dir_ / "n.h5").string(), "--keys", "Key1",
-                               "--weight", "w"});
+  const auto native = run_sdc(
+      {"risk", "-i", (dir_ / "low.h5").string(), "-o", (dir_ / "n.h5").string(), "--keys", "Key1", "--weight", "w"});
   EXPECT_EQ(native.exit_code, 3);
   EXPECT_NE(native.err.find("variable 'w', row id 0"), std::string::npos) << native.err;
   EXPECT_NE(native.err.find("--mode compat"), std::string::npos) << native.err;
   EXPECT_FALSE(std::filesystem::exists(dir_ / "n.h5"));
-  const auto compat = run_sdc({"risk", "-i", (dir_ / "low.h5").string(), "-o", (dir_ / "c.h5").string(), "--keys", "Key1",
-                               "--weight", "w", "--mode", "compat"});
+  const auto compat = run_sdc({"risk", "-i", (dir_ / "low.h5").string(), "-o", (dir_ / "c.h5").string(), "--keys",
+                               "Key1", "--weight", "w", "--mode", "compat"});
   EXPECT_EQ(compat.exit_code, 0) << compat.err;
 }
 
@@ -124,12 +135,16 @@ TEST(MarketerRisk, ReproducesTheOracleAgainstAnExternalFile) {
   for (const auto& [value, count] : std::vector<std::pair<std::string, int>>{{"d", 10}, {"a", 2}, {"e", 3}, {"c", 4}})
     for (int i = 0; i < count; ++i) external += value + "\n";
   write_text(dir / "e.csv", external);
-  ASSERT_EQ(run_sdc({"import", (dir / "d.csv").string(), "-o", (dir / "d.h5").string(), "--type", "k=categorical"}).exit_code, 0);
-  ASSERT_EQ(run_sdc({"import", (dir / "e.csv").string(), "-o", (dir / "e.h5").string(), "--type", "k=categorical"}).exit_code, 0);
-  const auto [rows, results] = run_and_read_back({"risk", "-i", (dir / "d.h5").string(), "-o", (dir / "r.h5").string(),
-                                                  "--keys", "k", "--external", (dir / "e.h5").string(), "--report",
-                                                  (dir / "r.json").string()},
-                                                 dir / "r.h5", dir / "r.json");
+  ASSERT_EQ(
+      run_sdc({"import", (dir / "d.csv").string(), "-o", (dir / "d.h5").string(), "--type", "k=categorical"}).exit_code,
+      0);
+  ASSERT_EQ(
+      run_sdc({"import", (dir / "e.csv").string(), "-o", (dir / "e.h5").string(), "--type", "k=categorical"}).exit_code,
+      0);
+  const auto [rows, results] =
+      run_and_read_back({"risk", "-i", (dir / "d.h5").string(), "-o", (dir / "r.h5").string(), "--keys", "k",
+                         "--external", (dir / "e.h5").string(), "--report", (dir / "r.json").string()},
+                        dir / "r.h5", dir / "r.json");
   const auto& marketer = results["marketer_risk"];
   EXPECT_NEAR(marketer["im"].get<double>(), 0.4, 1e-12);
   EXPECT_NEAR(marketer["cem"].get<double>(), 0.29, 1e-12);
@@ -149,8 +164,7 @@ TEST(MarketerRisk, ReproducesTheOracleAgainstAnExternalFile) {
 TEST(LDiversity, ReproducesTheOracleThroughSdcRisk) {
   // risk.md oracle "E l-diversity": k1 = 1 (5 records), k1 = 2 (6 records).
   TempDir dir;
-  write_text(dir / "l.csv",
-             "k1,S,T\n1,1,1\n1,1,2\n1,1,1\n1,2,2\n1,3,1\n2,1,1\n2,1,1\n2,1,2\n2,1,2\n2,2,3\n2,,3\n");
+  write_text(dir / "l.csv", "k1,S,T\n1,1,1\n1,1,2\n1,1,1\n1,2,2\n1,3,1\n2,1,1\n2,1,1\n2,1,2\n2,1,2\n2,2,3\n2,,3\n");
   ASSERT_EQ(run_sdc({"import", (dir / "l.csv").string(), "-o", (dir / "l.h5").string(), "--type", "S=categorical",
                      "--type", "T=categorical", "--type", "k1=categorical"})
                 .exit_code,
@@ -191,9 +205,9 @@ TEST(WildcardMissingKeys, ReproduceTheFrancdatMissingValueOracleThroughSdcRisk) 
                 .exit_code,
             0);
   const auto run = [&](const std::string& alpha) {
-    const auto result = run_sdc({"risk", "-i", (dir / "m.h5").string(), "-o", (dir / "r.h5").string(), "--keys",
-                                 "Key1,Key2,Key3,Key4", "--weight", "w", "--missing", "wildcard", "--alpha", alpha,
-                                 "--report", (dir / "r.json").string()});
+    const auto result =
+        run_sdc({"risk", "-i", (dir / "m.h5").string(), "-o", (dir / "r.h5").string(), "--keys", "Key1,Key2,Key3,Key4",
+                 "--weight", "w", "--missing", "wildcard", "--alpha", alpha, "--report", (dir / "r.json").string()});
     EXPECT_EQ(result.exit_code, 0) << result.err;
     EXPECT_EQ(validate_report(dir / "r.json"), "");
     EXPECT_EQ(run_sdc({"export", (dir / "r.h5").string(), "-o", (dir / "r.csv").string()}).exit_code, 0);

@@ -496,11 +496,20 @@ std::string mixed_file(std::size_t rows) {
     text += (rng() % 15 == 0) ? std::string() : std::to_string(static_cast<double>(rng() % 1000000) / 64.0);
     text += ",";
     switch (rng() % 5) {
-      case 0: text += "\"multi\nline " + std::to_string(rng() % 50) + "\""; break;
-      case 1: text += "\"quote \"\" and, comma\""; break;
-      case 2: text += "word" + std::to_string(rng() % 300); break;
-      case 3: break;
-      default: text += "\"\""; break;
+      case 0:
+        text += "\"multi\nline " + std::to_string(rng() % 50) + "\"";
+        break;
+      case 1:
+        text += "\"quote \"\" and, comma\"";
+        break;
+      case 2:
+        text += "word" + std::to_string(rng() % 300);
+        break;
+      case 3:
+        break;
+      default:
+        text += "\"\"";
+        break;
     }
     text += "," + std::to_string(rng() % 2000);
     text += (i % 2 == 0) ? "\n" : "\r\n";

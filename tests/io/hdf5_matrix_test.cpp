@@ -14,7 +14,8 @@ using sdc::testing::TempDir;
 TEST(Hdf5Matrix, ReadsBackWhatItWroteBitForBit) {
   TempDir dir;
   std::vector<MatrixEntry> entries;
-  for (std::int64_t i = 0; i < 200000; ++i) entries.push_back({i % 1000, (i * 7919) % 3000, 1.0 / static_cast<double>(i + 1)});
+  for (std::int64_t i = 0; i < 200000; ++i)
+    entries.push_back({i % 1000, (i * 7919) % 3000, 1.0 / static_cast<double>(i + 1)});
   const CsrMatrix matrix = CsrMatrix::from_entries(1000, 3000, entries);
   write_csr_matrix(matrix.view(), dir / "m.h5", FilePermissions{});
   EXPECT_EQ(read_csr_matrix(dir / "m.h5"), matrix);

@@ -1,16 +1,16 @@
 #include "io/hdf5_table.h"
 
 #include <gtest/gtest.h>
-#include <nlohmann/json.hpp>
 #include <sys/resource.h>
 #include <sys/stat.h>
-#include <unistd.h>
 #include <tbb/global_control.h>
+#include <unistd.h>
+#include <nlohmann/json.hpp>
 
 #include <bit>
 #include <chrono>
-#include <csignal>
 #include <cmath>
+#include <csignal>
 #include <cstdlib>
 #include <cstring>
 #include <limits>
@@ -65,7 +65,8 @@ Table census_table(std::int64_t rows) {
   table.add_column(Column::categorical(info("region", VariableRole::kGeography, {"Zürich", "Genève", "Ticino"}, 1),
                                        std::move(region)));
   table.add_column(Column::categorical(
-      info("district", VariableRole::kGeography, {"ZH-1", "ZH-2", "GE-1", "GE-2", "TI-1", "TI-2"}, 2), std::move(district)));
+      info("district", VariableRole::kGeography, {"ZH-1", "ZH-2", "GE-1", "GE-2", "TI-1", "TI-2"}, 2),
+      std::move(district)));
   table.add_column(Column::categorical(info("sex", VariableRole::kKey, {"female", "male"}), std::move(sex)));
   table.add_column(Column::continuous(info("income", VariableRole::kContinuous), std::move(income)));
   table.add_column(Column::continuous(info("weight", VariableRole::kWeight), std::move(weight)));
@@ -99,7 +100,8 @@ void expect_same_values(const Column& a, const Column& b, std::size_t offset = 0
   ASSERT_EQ(a.type(), b.type());
   switch (a.type()) {
     case VariableType::kCategorical:
-      for (std::size_t i = 0; i < b.size(); ++i) ASSERT_EQ(a.codes()[offset + i], b.codes()[i]) << a.name() << " row " << i;
+      for (std::size_t i = 0; i < b.size(); ++i)
+        ASSERT_EQ(a.codes()[offset + i], b.codes()[i]) << a.name() << " row " << i;
       break;
     case VariableType::kContinuous:
       for (std::size_t i = 0; i < b.size(); ++i)
@@ -133,7 +135,9 @@ std::string error_message(Body&& body) {
   return "no exception";
 }
 
-std::filesystem::path bad_input(const std::string& name) { return testing::source_path("tests/data/bad_input/" + name); }
+std::filesystem::path bad_input(const std::string& name) {
+  return testing::source_path("tests/data/bad_input/" + name);
+}
 
 mode_t file_mode(const std::filesystem::path& path) {
   struct stat info {};
@@ -269,8 +273,9 @@ TEST(Hdf5Table, StreamsBlocksOfWholeChunksThatTogetherEqualTheWholeRead) {
     expect_same_values(table.require("income"), part.require("income"), static_cast<std::size_t>(first));
     expect_same_values(table.require("sex"), part.require("sex"), static_cast<std::size_t>(first));
   }
-  EXPECT_NE(error_message<InvalidInput>([&] { reader.streaming_block_rows("nosuch"); }).find("variable 'nosuch' not found"),
-            std::string::npos);
+  EXPECT_NE(
+      error_message<InvalidInput>([&] { reader.streaming_block_rows("nosuch"); }).find("variable 'nosuch' not found"),
+      std::string::npos);
 }
 
 TEST(Hdf5Table, CompressesWithTheSameResultOnOneThreadAsOnMany) {
@@ -325,8 +330,9 @@ TEST(Hdf5Table, StoresPartsEncodedAheadExactlyAsItWouldEncodeThem) {
   copying.unchanged = UnchangedVariables{dir / "ahead.h5", read_summary(dir / "ahead.h5").stamp, table.names()};
   EXPECT_EQ(encode_rows(parts[0], 1000, copying).stored_bytes(), 0U);
   // Chunks made for other rows are refused rather than stored in the wrong place.
-  EXPECT_NE(error_message<InternalError>([&] { write_table_rows(dir / "in-turn.h5", parts[1], options, &encoded[0]); })
-                .find("other rows"),
+  EXPECT_NE(error_message<InternalError>([&] {
+              write_table_rows(dir / "in-turn.h5", parts[1], options, &encoded[0]);
+            }).find("other rows"),
             std::string::npos);
 }
 
@@ -336,13 +342,16 @@ TEST(Hdf5Table, RefusesPartsThatWouldShareAChunk) {
   const Hdf5WriteOptions options = options_with(kDefault, 16);
   const std::vector<VariableInfo> variables = infos_of(table);
   create_table_file(dir / "parts.h5", variables, 100, options);
-  EXPECT_NE(error_message<InternalError>([&] { write_table_rows(dir / "parts.h5", slice_rows(table, 8, 16), options); })
-                .find("not whole chunks"),
+  EXPECT_NE(error_message<InternalError>([&] {
+              write_table_rows(dir / "parts.h5", slice_rows(table, 8, 16), options);
+            }).find("not whole chunks"),
             std::string::npos);
-  EXPECT_NE(error_message<InternalError>([&] { write_table_rows(dir / "parts.h5", slice_rows(table, 16, 20), options); }),
-            "no exception");
-  EXPECT_NE(error_message<IoError>([&] { write_table_rows(dir / "nosuch.h5", slice_rows(table, 0, 16), options); })
-                .find((dir / "nosuch.h5").string()),
+  EXPECT_NE(
+      error_message<InternalError>([&] { write_table_rows(dir / "parts.h5", slice_rows(table, 16, 20), options); }),
+      "no exception");
+  EXPECT_NE(error_message<IoError>([&] {
+              write_table_rows(dir / "nosuch.h5", slice_rows(table, 0, 16), options);
+            }).find((dir / "nosuch.h5").string()),
             std::string::npos);
 }
 
@@ -420,7 +429,8 @@ TEST(Hdf5Table, CopiesChunksEncodedByHdf5ItselfWhenStoredAlike) {
       for (std::int32_t& code : column.mutable_codes()) code = 0;
   }
   Hdf5WriteOptions options = options_with(kDefault, 8);
-  options.unchanged = UnchangedVariables{bad_input("valid.h5"), read_summary(bad_input("valid.h5")).stamp, changed.names()};
+  options.unchanged =
+      UnchangedVariables{bad_input("valid.h5"), read_summary(bad_input("valid.h5")).stamp, changed.names()};
   write_table(changed, dir / "output.h5", options);
   const Table written = read_table(dir / "output.h5");
   EXPECT_EQ(written.require("weight").values()[19], input.require("weight").values()[19]);
@@ -514,12 +524,14 @@ TEST(Hdf5Table, AFailedWriteLeavesNothingBehind) {
   EXPECT_NE(missing_dir.find((dir / "nosuch" / "t.h5").string()), std::string::npos) << missing_dir;
 
   testing::write_text(dir / "file", "x");
-  EXPECT_NE(error_message<IoError>([&] { write_table(census_table(10), dir / "file" / "t.h5", options_with(kDefault)); }),
-            "no exception");
+  EXPECT_NE(
+      error_message<IoError>([&] { write_table(census_table(10), dir / "file" / "t.h5", options_with(kDefault)); }),
+      "no exception");
 
   Table repeated("memory", 2);
   repeated.add_column(Column::categorical(info("sex", VariableRole::kKey, {"f", "f"}), {0, 1}));
-  const std::string labels = error_message<InvalidInput>([&] { write_table(repeated, dir / "t.h5", options_with(kDefault)); });
+  const std::string labels =
+      error_message<InvalidInput>([&] { write_table(repeated, dir / "t.h5", options_with(kDefault)); });
   EXPECT_NE(labels.find("variable 'sex'"), std::string::npos) << labels;
   EXPECT_NE(labels.find("not distinct"), std::string::npos) << labels;
 
@@ -576,7 +588,8 @@ TEST(Hdf5Table, WritesValuesAsGivenAndValidatesThemOnRead) {
   table.mutable_columns()[5].mutable_values()[17] = -1.0;
   write_table(table, dir / "t.h5", options_with(kDefault, 8));
   const std::string message = error_message<InvalidInput>([&] { read_table(dir / "t.h5"); });
-  EXPECT_NE(message.find((dir / "t.h5").string() + ": variable 'weight', row id 17: negative weight"), std::string::npos)
+  EXPECT_NE(message.find((dir / "t.h5").string() + ": variable 'weight', row id 17: negative weight"),
+            std::string::npos)
       << message;
   // Row ids stay global in a range read; validation can be switched off.
   const std::string ranged = error_message<InvalidInput>([&] { read_table(dir / "t.h5", {{"weight"}, 16, 4, true}); });
@@ -589,7 +602,9 @@ TEST(Hdf5Table, NamesTheFileForAMissingVariableOrRowRange) {
   write_table(census_table(10), dir / "t.h5", options_with(kDefault));
   EXPECT_EQ(error_message<InvalidInput>([&] { read_table(dir / "t.h5", {{"nosuch"}}); }),
             (dir / "t.h5").string() + ": variable 'nosuch' not found");
-  EXPECT_NE(error_message<InvalidInput>([&] { read_table(dir / "t.h5", {{}, 5, 6, true}); }).find("outside the file's 10 rows"),
+  EXPECT_NE(error_message<InvalidInput>([&] {
+              read_table(dir / "t.h5", {{}, 5, 6, true});
+            }).find("outside the file's 10 rows"),
             std::string::npos);
   EXPECT_NE(error_message<InvalidInput>([&] { read_table(dir / "t.h5", {{}, -1, 2, true}); }), "no exception");
 }
@@ -625,7 +640,8 @@ TEST_P(ABadHdf5Input, IsRejectedAsInvalidInputNamingFileVariableAndRow) {
   const auto path = bad_input(GetParam().file);
   const std::string message = error_message<InvalidInput>([&] { read_table(path); });
   EXPECT_EQ(message.rfind(path.string() + ": ", 0), 0U) << message;
-  for (const std::string& fragment : GetParam().fragments) EXPECT_NE(message.find(fragment), std::string::npos) << message;
+  for (const std::string& fragment : GetParam().fragments)
+    EXPECT_NE(message.find(fragment), std::string::npos) << message;
 }
 
 INSTANTIATE_TEST_SUITE_P(
@@ -635,7 +651,8 @@ INSTANTIATE_TEST_SUITE_P(
                       BadInput{"wrong_type.h5", {"variable 'age_group'", "32-bit signed integers", "continuous"}},
                       BadInput{"nan_weight.h5", {"variable 'weight', row id 7: missing weight"}},
                       BadInput{"negative_weight.h5", {"variable 'weight', row id 11: negative weight"}},
-                      BadInput{"code_outside_levels.h5", {"variable 'age_group', row id 13: code outside its 3 levels"}},
+                      BadInput{"code_outside_levels.h5",
+                               {"variable 'age_group', row id 13: code outside its 3 levels"}},
                       BadInput{"unknown_version.h5", {"format version 2 is not supported"}},
                       BadInput{"damaged_chunk.h5", {"variable 'weight'", "row ids 8..15", "damaged chunk"}}),
     [](const auto& param) {
@@ -659,7 +676,9 @@ TEST(Hdf5Table, ReadsOnlyTheChunksThatOverlapTheRequestedRows) {
   const auto path = bad_input("damaged_chunk.h5");
   EXPECT_EQ(read_table(path, {{"weight"}, 0, 8, true}).require("weight").values()[7], 10.0 + 0.25 * 7);
   EXPECT_EQ(read_table(path, {{"weight"}, 16, 4, true}).require("weight").values()[0], 10.0 + 0.25 * 16);
-  EXPECT_NE(error_message<InvalidInput>([&] { read_table(path, {{"weight"}, 7, 2, true}); }).find("damaged chunk"),
+  EXPECT_NE(error_message<InvalidInput>([&] {
+              read_table(path, {{"weight"}, 7, 2, true});
+            }).find("damaged chunk"),
             std::string::npos);
 }
 
@@ -667,7 +686,8 @@ TEST(Hdf5Table, ReadsATableWrittenByH5pyWithItsOwnFiltersAndLayouts) {
   // valid.h5 mixes contiguous, chunked, deflate-only and shuffle+deflate datasets with a partial last
   // chunk, all encoded by HDF5's own filters (make_bad_hdf5.py).
   const Table table = read_table(bad_input("valid.h5"));
-  ASSERT_EQ(table.names(), (std::vector<std::string>{"person_id", "region", "district", "age_group", "income", "weight"}));
+  ASSERT_EQ(table.names(),
+            (std::vector<std::string>{"person_id", "region", "district", "age_group", "income", "weight"}));
   EXPECT_EQ(table.row_count(), 20);
   EXPECT_EQ(table.require("region").info().levels, (std::vector<std::string>{"North", "South", "Zürich"}));
   EXPECT_EQ(table.require("district").info().geography_level, 2);

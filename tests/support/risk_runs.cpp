@@ -7,7 +7,8 @@ namespace sdc::testing {
 void import_francdat_with_households(const TempDir& dir) {
   constexpr const char* kFrancdat =
       "hid,Key1,Key2,Key3,Key4,w\n"
-      "1,1,2,5,1,18\n1,1,2,1,1,45.5\n2,1,2,1,1,39\n2,3,3,1,5,17\n2,4,3,1,4,541\n3,4,3,1,1,8\n4,6,2,1,5,5\n4,1,2,5,1,92\n";
+      "1,1,2,5,1,18\n1,1,2,1,1,45.5\n2,1,2,1,1,39\n2,3,3,1,5,17\n2,4,3,1,4,541\n3,4,3,1,1,8\n4,6,2,1,5,5\n4,1,2,5,1,"
+      "92\n";
   write_text(dir / "f.csv", kFrancdat);
   const auto imported = run_sdc({"import", (dir / "f.csv").string(), "-o", (dir / "f.h5").string(), "--role",
                                  "household=hid", "--role", "weight=w", "--role", "key=Key1,Key2,Key3,Key4"});

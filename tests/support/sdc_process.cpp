@@ -3,10 +3,10 @@
 #include <fcntl.h>
 #include <gtest/gtest.h>
 
-#include <nlohmann/json.hpp>
 #include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
+#include <nlohmann/json.hpp>
 
 #include <algorithm>
 #include <cstdlib>
@@ -98,9 +98,10 @@ std::map<std::string, std::string> mpi_environment(const std::map<std::string, s
 
 bool mpirun_available() { return run_process({"mpirun", "--version"}, mpi_environment()).exit_code == 0; }
 
-ProcessResult run_sdc_mpi(int ranks, const std::vector<std::string>& args, const std::map<std::string, std::string>& extra) {
-  std::vector<std::string> argv{"mpirun", "-n", std::to_string(ranks), "--oversubscribe", "--bind-to", "none",
-                                sdc_executable().string()};
+ProcessResult run_sdc_mpi(int ranks, const std::vector<std::string>& args,
+                          const std::map<std::string, std::string>& extra) {
+  std::vector<std::string> argv{"mpirun",    "-n",   std::to_string(ranks),    "--oversubscribe",
+                                "--bind-to", "none", sdc_executable().string()};
   argv.insert(argv.end(), args.begin(), args.end());
   return run_process(argv, mpi_environment(extra));
 }
@@ -114,7 +115,9 @@ std::string digest_of(const std::filesystem::path& file) {
 
 std::filesystem::path sdc_executable() { return std::filesystem::path(SDC_BINARY_DIR) / "engine" / "sdc"; }
 
-std::filesystem::path source_path(const std::string& relative) { return std::filesystem::path(SDC_SOURCE_DIR) / relative; }
+std::filesystem::path source_path(const std::string& relative) {
+  return std::filesystem::path(SDC_SOURCE_DIR) / relative;
+}
 
 std::filesystem::path shared_data(const std::string& name) {
   const auto path = std::filesystem::path(SDC_SHARED_DATA_DIR) / name;
@@ -135,7 +138,8 @@ TempDir::~TempDir() {
 
 std::vector<std::string> TempDir::entries() const {
   std::vector<std::string> names;
-  for (const auto& entry : std::filesystem::directory_iterator(path_)) names.push_back(entry.path().filename().string());
+  for (const auto& entry : std::filesystem::directory_iterator(path_))
+    names.push_back(entry.path().filename().string());
   return names;
 }
 
@@ -145,16 +149,18 @@ std::string validate_report(const std::filesystem::path& report) {
       "import jsonschema\n"
       "schema = json.load(open(sys.argv[1]))\n"
       "store = {}\n"
-      "for part in [schema] + [json.load(open(f)) for f in sorted(glob.glob(os.path.join(os.path.dirname(sys.argv[1]), 'report-schema', '*.json')))]:\n"
+      "for part in [schema] + [json.load(open(f)) for f in sorted(glob.glob(os.path.join(os.path.dirname(sys.argv[1]), "
+      "'report-schema', '*.json')))]:\n"
       "    jsonschema.Draft202012Validator.check_schema(part)\n"
       "    store[part['$id']] = part\n"
       "resolver = jsonschema.RefResolver(base_uri=schema['$id'], referrer=schema, store=store)\n"
-      "errors = sorted(jsonschema.Draft202012Validator(schema, resolver=resolver).iter_errors(json.load(open(sys.argv[2]))), key=str)\n"
+      "errors = sorted(jsonschema.Draft202012Validator(schema, "
+      "resolver=resolver).iter_errors(json.load(open(sys.argv[2]))), key=str)\n"
       "for e in errors: print(list(e.absolute_path), e.message)\n"
       "sys.exit(1 if errors else 0)\n";
   // Debian's python modules live with /usr/bin/python3, whatever python3 comes first on PATH.
-  const auto result = run_process(
-      {"/usr/bin/python3", "-c", script, source_path("docs/report-schema.json").string(), report.string()});
+  const auto result =
+      run_process({"/usr/bin/python3", "-c", script, source_path("docs/report-schema.json").string(), report.string()});
   if (result.exit_code == 0) return {};
   return "report " + report.string() + " does not match docs/report-schema.json:\n" + result.out + result.err;
 }
@@ -207,7 +213,8 @@ std::vector<double> csv_numbers(const std::vector<std::vector<std::string>>& row
 
 void print_digest(const std::string& label, const std::string& digest) {
   const auto* test = ::testing::UnitTest::GetInstance()->current_test_info();
-  const std::string name = test == nullptr ? label : std::string(test->test_suite_name()) + "." + test->name() + "/" + label;
+  const std::string name =
+      test == nullptr ? label : std::string(test->test_suite_name()) + "." + test->name() + "/" + label;
   std::printf("[content digest] %s: %s\n", name.c_str(), digest.c_str());
   std::fflush(stdout);
   ::testing::Test::RecordProperty("content_digest_" + label, digest);

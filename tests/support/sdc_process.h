@@ -18,7 +18,8 @@ struct ProcessResult {
 ProcessResult run_sdc(const std::vector<std::string>& args, const std::map<std::string, std::string>& environment = {});
 
 /// Runs any program (argv[0] is searched on PATH).
-ProcessResult run_process(const std::vector<std::string>& argv, const std::map<std::string, std::string>& environment = {});
+ProcessResult run_process(const std::vector<std::string>& argv,
+                          const std::map<std::string, std::string>& environment = {});
 
 /// Starts sdc in the background (output discarded); returns its process id.
 int start_sdc(const std::vector<std::string>& args);
@@ -30,7 +31,8 @@ std::map<std::string, std::string> mpi_environment(const std::map<std::string, s
 /// Whether mpirun can be started.
 bool mpirun_available();
 /// Runs sdc under `mpirun -n ranks --oversubscribe --bind-to none`.
-ProcessResult run_sdc_mpi(int ranks, const std::vector<std::string>& args, const std::map<std::string, std::string>& extra = {});
+ProcessResult run_sdc_mpi(int ranks, const std::vector<std::string>& args,
+                          const std::map<std::string, std::string>& extra = {});
 /// The content digest `sdc info --digest` gives for `file` (a test failure when info fails).
 std::string digest_of(const std::filesystem::path& file);
 /// Prints "[content digest] <test name>/<label>: <digest>" and records it as a test property, so that

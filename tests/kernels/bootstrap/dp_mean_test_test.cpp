@@ -21,7 +21,8 @@ SampleMoments moments_of(const std::vector<std::vector<double>>& columns, double
 }
 
 /// d columns of n values uniform on [-1, 1) (RecordRng, kRiskSimulation), shifted by `shift`.
-std::vector<std::vector<double>> uniform_columns(std::size_t d, std::size_t n, std::uint64_t sample, double shift = 0.0) {
+std::vector<std::vector<double>> uniform_columns(std::size_t d, std::size_t n, std::uint64_t sample,
+                                                 double shift = 0.0) {
   const RecordRng rng(kSeed, StepId::kRiskSimulation);
   std::vector<std::vector<double>> columns(d, std::vector<double>(n));
   for (std::size_t j = 0; j < d; ++j)
@@ -40,7 +41,7 @@ TEST(ChiSquareQuantile, MatchesTheTabulatedUpperFivePercentPoints) {
 
 TEST(RegularizedGammaP, MatchesClosedFormsOnBothSidesOfTheSeriesSwitch) {
   for (double x : {0.01, 0.5, 1.9, 2.1, 7.0, 40.0}) {
-    EXPECT_NEAR(regularized_gamma_p(1.0, x), -std::expm1(-x), 1e-14) << x;        // exponential
+    EXPECT_NEAR(regularized_gamma_p(1.0, x), -std::expm1(-x), 1e-14) << x;         // exponential
     EXPECT_NEAR(regularized_gamma_p(0.5, x), std::erf(std::sqrt(x)), 1e-14) << x;  // χ²_1 at 2x
   }
   EXPECT_THROW(regularized_gamma_p(0.0, 1.0), ParameterError);
@@ -219,7 +220,8 @@ TEST(DpBootstrap, ReplicatesCarryFreshPrivacyNoiseOfTheReleasedScale) {
   double s[4];
   double v[4];
   for (int i = 0; i < 4; ++i) {
-    s[i] = (99.0 * rx.covariance[static_cast<std::size_t>(i)] + 149.0 * ry.covariance[static_cast<std::size_t>(i)]) / 248.0;
+    s[i] = (99.0 * rx.covariance[static_cast<std::size_t>(i)] + 149.0 * ry.covariance[static_cast<std::size_t>(i)]) /
+           248.0;
     v[i] = rx.covariance[static_cast<std::size_t>(i)] / 100.0 + ry.covariance[static_cast<std::size_t>(i)] / 150.0;
   }
   s[0] += c;

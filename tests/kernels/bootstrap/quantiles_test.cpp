@@ -14,8 +14,7 @@ namespace sdc {
 namespace {
 
 // bootstrap.md §9, "E quantiles": exam marks.
-const std::vector<double> kExamMarks{1,  40, 50, 55, 58, 58, 60, 62, 65, 66,
-                                     66, 68, 70, 71, 72, 74, 75, 75, 80, 85};
+const std::vector<double> kExamMarks{1, 40, 50, 55, 58, 58, 60, 62, 65, 66, 66, 68, 70, 71, 72, 74, 75, 75, 80, 85};
 // bootstrap.md §9, "E quantiles": five values.
 const std::vector<double> kFive{3.1, 0.4, 2.2, 5.0, 1.7};
 
@@ -233,8 +232,16 @@ TEST(BootstrapInterval, PercentileAndBasicIntervals) {
 
 TEST(OrderKey, PreservesOrderAndRoundTrips) {
   const double inf = std::numeric_limits<double>::infinity();
-  const std::vector<double> v{-inf, -1e300, -1.0, -std::numeric_limits<double>::denorm_min(), -0.0, 0.0,
-                              std::numeric_limits<double>::denorm_min(), 1.0, 1e300, inf};
+  const std::vector<double> v{-inf,
+                              -1e300,
+                              -1.0,
+                              -std::numeric_limits<double>::denorm_min(),
+                              -0.0,
+                              0.0,
+                              std::numeric_limits<double>::denorm_min(),
+                              1.0,
+                              1e300,
+                              inf};
   for (std::size_t i = 0; i < v.size(); ++i) {
     EXPECT_EQ(std::bit_cast<std::uint64_t>(from_order_key(order_key(v[i]))), std::bit_cast<std::uint64_t>(v[i]));
     if (i > 0) {

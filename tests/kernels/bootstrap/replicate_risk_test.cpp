@@ -37,7 +37,8 @@ std::vector<Records> split_by_class(const Records& all, std::uint32_t ranks, boo
   for (std::size_t j = 0; j < all.record_class.size(); ++j) {
     const std::size_t i = all.record_class.size() - 1 - j;  // reversed arrival order
     const std::uint32_t c = all.record_class[i];
-    const std::uint32_t owner = interleaved ? c % ranks : static_cast<std::uint32_t>(std::uint64_t{c} * ranks / classes);
+    const std::uint32_t owner =
+        interleaved ? c % ranks : static_cast<std::uint32_t>(std::uint64_t{c} * ranks / classes);
     parts[owner].push(c, all.units[i], all.weights[i]);
   }
   return parts;
@@ -90,8 +91,8 @@ TEST(ReplicateRiskOracle, UniqueSurvivalIsOneOverEForOneToFourRanks) {
     }
   }
   EXPECT_EQ(one_rank.unique_survivors, one_rank.sample_uniques) << "every class is a full-sample unique";
-  const double survived = static_cast<double>(std::accumulate(one_rank.sample_uniques.begin(),
-                                                              one_rank.sample_uniques.end(), std::uint64_t{0}));
+  const double survived = static_cast<double>(
+      std::accumulate(one_rank.sample_uniques.begin(), one_rank.sample_uniques.end(), std::uint64_t{0}));
   const double trials = double{kUniques} * kReplicates;
   const double rate = survived / trials;
   EXPECT_NEAR(rate, 0.3679, 4.0 * std::sqrt(0.3679 * (1 - 0.3679) / trials));
@@ -110,8 +111,8 @@ TEST(ReplicateRiskOracle, UniqueSurvivalUnderTheMultinomialBootstrap) {
     EXPECT_EQ(run_split(uniques, ranks, true, kUniques, design, 0, kReplicates), one_rank) << ranks;
   }
   for (auto n : one_rank.records) EXPECT_EQ(n, kUniques);
-  const double survived = static_cast<double>(std::accumulate(one_rank.sample_uniques.begin(),
-                                                              one_rank.sample_uniques.end(), std::uint64_t{0}));
+  const double survived = static_cast<double>(
+      std::accumulate(one_rank.sample_uniques.begin(), one_rank.sample_uniques.end(), std::uint64_t{0}));
   const double trials = double{kUniques} * kReplicates;
   const double p = std::pow(1.0 - 1.0 / kUniques, kUniques - 1.0);
   EXPECT_NEAR(survived / trials, p, 4.0 * std::sqrt(p * (1 - p) / trials));
@@ -152,7 +153,8 @@ SmallCensus small_census() {
   SmallCensus census;
   census.classes = static_cast<std::uint32_t>(grouping.class_count());
   census.households = 1200;
-  for (std::size_t i = 0; i < household.size(); ++i) census.records.push(grouping.record_class[i], household[i], weight[i]);
+  for (std::size_t i = 0; i < household.size(); ++i)
+    census.records.push(grouping.record_class[i], household[i], weight[i]);
   return census;
 }
 
@@ -171,7 +173,8 @@ TEST(ReplicateRiskPartitionInvariance, StatisticsAreIdenticalForOneToFourRanksOn
             ReplicateRiskOptions options;
             options.batch_replicates = batch;
             ReplicateRiskPartial got;
-            arena.execute([&] { got = run_split(census.records, ranks, interleaved, census.classes, design, 10, 30, options); });
+            arena.execute(
+                [&] { got = run_split(census.records, ranks, interleaved, census.classes, design, 10, 30, options); });
             EXPECT_EQ(got, reference) << threads << " threads, " << ranks << " ranks, batch " << batch;
           }
         }

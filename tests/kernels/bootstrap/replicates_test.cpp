@@ -77,7 +77,7 @@ struct BinomialCase {
 TEST(BinomialDraw, MatchesTheMeanAndVarianceInBothRegimes) {
   const RecordRng rng(kSeed, StepId::kKnownAnswerTest);
   // Inversion (n·min(p, q) < 10), BTRS (>= 10), and their complements (p > 1/2).
-  const std::vector<BinomialCase> cases{{5, 0.3},    {40, 0.2},  {30, 0.9},       {100, 0.3},
+  const std::vector<BinomialCase> cases{{5, 0.3},    {40, 0.2},    {30, 0.9},      {100, 0.3},
                                         {1000, 0.5}, {4096, 0.75}, {1000000, 0.7}, {3, 1.0 / 3.0}};
   constexpr std::uint64_t kDraws = 20000;
   for (const auto& c : cases) {
@@ -167,8 +167,8 @@ TEST(MultinomialReplicates, UnitsHaveMeanOneAndVarianceOneMinusOneOverN) {
       std::vector<std::uint64_t> totals;
       for (std::uint64_t b = 0; b < kReplicates; ++b) {
         const auto row = m.begin() + static_cast<std::ptrdiff_t>(b * kUnits);
-        totals.push_back(std::accumulate(row + static_cast<std::ptrdiff_t>(begin), row + static_cast<std::ptrdiff_t>(end),
-                                         std::uint64_t{0}));
+        totals.push_back(std::accumulate(row + static_cast<std::ptrdiff_t>(begin),
+                                         row + static_cast<std::ptrdiff_t>(end), std::uint64_t{0}));
       }
       const double size = static_cast<double>(end - begin);
       const double variance = size * (1 - size / kUnits);

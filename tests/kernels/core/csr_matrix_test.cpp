@@ -13,16 +13,15 @@ namespace {
 // 3 x 4:  [1 0 2 0]
 //         [0 0 0 0]
 //         [0 3 0 4]
-CsrMatrix example() {
-  return CsrMatrix(3, 4, {0, 2, 2, 4}, {0, 2, 1, 3}, {1.0, 2.0, 3.0, 4.0});
-}
+CsrMatrix example() { return CsrMatrix(3, 4, {0, 2, 2, 4}, {0, 2, 1, 3}, {1.0, 2.0, 3.0, 4.0}); }
 
 TEST(CsrMatrix, ViewsItsRowsAndMultipliesAVector) {
   const CsrMatrix m = example();
   const CsrView v = m.view();
   EXPECT_EQ(v.entry_count(), 4);
   EXPECT_TRUE(v.row_columns(1).empty());
-  EXPECT_EQ(std::vector<std::int64_t>(v.row_columns(2).begin(), v.row_columns(2).end()), (std::vector<std::int64_t>{1, 3}));
+  EXPECT_EQ(std::vector<std::int64_t>(v.row_columns(2).begin(), v.row_columns(2).end()),
+            (std::vector<std::int64_t>{1, 3}));
   std::vector<double> y(3);
   multiply(v, std::vector<double>{1, 10, 100, 1000}, y);
   EXPECT_EQ(y, (std::vector<double>{201, 0, 4030}));
@@ -46,10 +45,10 @@ TEST(CsrMatrix, TransposesIntoSortedRows) {
 }
 
 TEST(CsrMatrix, RefusesArraysThatBreakTheRules) {
-  EXPECT_THROW(CsrMatrix(2, 2, {0, 1}, {0}, {1.0}), InternalError);              // offsets not rows + 1
-  EXPECT_THROW(CsrMatrix(1, 2, {0, 2}, {1, 0}, {1.0, 2.0}), InternalError);      // columns out of order
-  EXPECT_THROW(CsrMatrix(1, 2, {0, 1}, {2}, {1.0}), InternalError);              // column outside
-  EXPECT_THROW(CsrMatrix::from_entries(1, 1, {{1, 0, 1.0}}), InternalError);    // entry outside
+  EXPECT_THROW(CsrMatrix(2, 2, {0, 1}, {0}, {1.0}), InternalError);           // offsets not rows + 1
+  EXPECT_THROW(CsrMatrix(1, 2, {0, 2}, {1, 0}, {1.0, 2.0}), InternalError);   // columns out of order
+  EXPECT_THROW(CsrMatrix(1, 2, {0, 1}, {2}, {1.0}), InternalError);           // column outside
+  EXPECT_THROW(CsrMatrix::from_entries(1, 1, {{1, 0, 1.0}}), InternalError);  // entry outside
   EXPECT_EQ(CsrView{}.problem(), "row offsets are not rows + 1");
 }
 

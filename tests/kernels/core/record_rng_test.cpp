@@ -16,7 +16,9 @@ struct KnownAnswer {
 
 // The published philox4x64 (10 rounds) vectors of Random123 (kat_vectors, librandom123-doc).
 constexpr std::array<KnownAnswer, 3> kPublishedVectors{{
-    {{0, 0, 0, 0}, {0, 0}, {0x16554d9eca36314cULL, 0xdb20fe9d672d0fdcULL, 0xd7e772cee186176bULL, 0x7e68b68aec7ba23bULL}},
+    {{0, 0, 0, 0},
+     {0, 0},
+     {0x16554d9eca36314cULL, 0xdb20fe9d672d0fdcULL, 0xd7e772cee186176bULL, 0x7e68b68aec7ba23bULL}},
     {{~0ULL, ~0ULL, ~0ULL, ~0ULL},
      {~0ULL, ~0ULL},
      {0x87b092c3013fe90bULL, 0x438c3c67be8d0224ULL, 0x9cc7d7c69cd777b6ULL, 0xa09caebf594f0ba0ULL}},
@@ -28,8 +30,9 @@ constexpr std::array<KnownAnswer, 3> kPublishedVectors{{
 TEST(Philox4x64, MatchesRandom123sPublishedKnownAnswers) {
   for (const auto& vector : kPublishedVectors) {
     RecordRng::Engine engine;
-    const auto out = engine(RecordRng::Block{{vector.counter[0], vector.counter[1], vector.counter[2], vector.counter[3]}},
-                            RecordRng::Engine::key_type{{vector.key[0], vector.key[1]}});
+    const auto out =
+        engine(RecordRng::Block{{vector.counter[0], vector.counter[1], vector.counter[2], vector.counter[3]}},
+               RecordRng::Engine::key_type{{vector.key[0], vector.key[1]}});
     for (std::size_t i = 0; i < 4; ++i) EXPECT_EQ(out[i], vector.expected[i]) << "word " << i;
   }
 }
@@ -38,7 +41,8 @@ TEST(ARecordRng, KeysBySeedAndStepAndCountsByUnitDrawReplicateAttempt) {
   // The contract's layout: key = (seed, StepId), counter = (unit, draw, replicate, attempt).
   const auto& v = kPublishedVectors[2];
   const RecordRng rng(v.key[0], static_cast<StepId>(v.key[1]));
-  const auto out = rng.bits({.unit = v.counter[0], .draw = v.counter[1], .replicate = v.counter[2], .attempt = v.counter[3]});
+  const auto out =
+      rng.bits({.unit = v.counter[0], .draw = v.counter[1], .replicate = v.counter[2], .attempt = v.counter[3]});
   for (std::size_t i = 0; i < 4; ++i) EXPECT_EQ(out[i], v.expected[i]);
 }
 

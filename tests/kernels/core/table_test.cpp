@@ -54,8 +54,7 @@ TEST(VariableRoleAndType, RoundTripThroughTheirNames) {
 TEST(ATable, RejectsColumnsOfUnequalLength) {
   Table table("census.h5", 3);
   table.add_column(Column::continuous(info("income"), {1, 2, 3}));
-  const auto message =
-      invalid_input_message([&] { table.add_column(Column::continuous(info("savings"), {1, 2})); });
+  const auto message = invalid_input_message([&] { table.add_column(Column::continuous(info("savings"), {1, 2})); });
   EXPECT_NE(message.find("census.h5"), std::string::npos);
   EXPECT_NE(message.find("'savings'"), std::string::npos);
 }
@@ -73,8 +72,9 @@ TEST(ATable, RequireNamesTheMissingVariableAndTheWrongType) {
   Table table("t.h5", 1);
   table.add_column(Column::categorical(info("sex", VariableRole::kKey, {"1", "2"}), {0}));
   EXPECT_NE(invalid_input_message([&] { table.require("age"); }).find("'age' not found"), std::string::npos);
-  EXPECT_NE(invalid_input_message([&] { table.require("sex", VariableType::kContinuous); })
-                .find("is categorical, expected continuous"),
+  EXPECT_NE(invalid_input_message([&] {
+              table.require("sex", VariableType::kContinuous);
+            }).find("is categorical, expected continuous"),
             std::string::npos);
 }
 

@@ -96,8 +96,10 @@ TEST_F(ACensusOf100000Households, HasHouseholdSizesWithinOnePointOfTheTargets) {
     const std::size_t next = i + 1 < starts.size() ? starts[i + 1] : hsize.size();
     const auto size = static_cast<std::int32_t>(next - starts[i]);
     const std::int32_t code = hsize[starts[i]];
-    if (code == code::kInstitutionalSizeCode) EXPECT_GE(size, 10);
-    else EXPECT_EQ(size, code + 1) << "hsize is the number of persons";
+    if (code == code::kInstitutionalSizeCode)
+      EXPECT_GE(size, 10);
+    else
+      EXPECT_EQ(size, code + 1) << "hsize is the number of persons";
     shares[static_cast<std::size_t>(code)] += 1.0 / static_cast<double>(starts.size());
   }
   const auto targets = CensusTargets::household_size_shares();
@@ -189,7 +191,9 @@ TEST_F(ACensusOf100000Households, HasASampleUniqueShareInTheDocumentedBand) {
 }
 
 TEST_F(ACensusOf100000Households, NestsItsGeographyByLabelPrefix) {
-  const auto level = [&](const char* name) { return std::pair(census().require(name).codes(), census().require(name).info().levels); };
+  const auto level = [&](const char* name) {
+    return std::pair(census().require(name).codes(), census().require(name).info().levels);
+  };
   const auto [nuts1, nuts1_labels] = level("nuts1");
   const auto [nuts2, nuts2_labels] = level("nuts2");
   const auto [nuts3, nuts3_labels] = level("nuts3");
@@ -279,8 +283,17 @@ TEST(ACensusGenerator, GivesTheSameRowsForAnySplitOfTheRows) {
   const CensusLayout layout(std::move(counts));
   ASSERT_EQ(layout.rows(), whole.row_count());
   // Boundaries inside households, at block edges and at the ends.
-  const std::vector<std::int64_t> cuts{0, 1, 2, 3, 1000, 1001, layout.first_row(1), layout.first_row(1) + 1,
-                                       layout.first_row(2) - 1, whole.row_count() - 1, whole.row_count()};
+  const std::vector<std::int64_t> cuts{0,
+                                       1,
+                                       2,
+                                       3,
+                                       1000,
+                                       1001,
+                                       layout.first_row(1),
+                                       layout.first_row(1) + 1,
+                                       layout.first_row(2) - 1,
+                                       whole.row_count() - 1,
+                                       whole.row_count()};
   for (std::size_t k = 0; k + 1 < cuts.size(); ++k) {
     const std::int64_t first = cuts[k];
     const std::int64_t count = cuts[k + 1] - cuts[k];

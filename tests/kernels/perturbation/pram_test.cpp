@@ -105,8 +105,8 @@ TEST(PramOracle, EFamilyShapesRowsSumToOneIdentityAndFourBand) {
                                     pram_diagonal_matrix(pram_draw_diagonal(3, 0, 0, 6, 0.8)),
                                     pram_invariant_matrix(pram_equal_matrix(6, 0.8), counts),
                                     pram_reference_matrices(pram_draw_diagonal(3, 1, 7, 6, 0.8), counts, 0.5).drawn};
-  generated.push_back(pram_block_matrix(std::vector<PramMatrix>{pram_equal_matrix(2, 0.8), PramMatrix::Ones(1, 1),
-                                                                pram_band_matrix(3, 0.6, 2)}));
+  generated.push_back(pram_block_matrix(
+      std::vector<PramMatrix>{pram_equal_matrix(2, 0.8), PramMatrix::Ones(1, 1), pram_band_matrix(3, 0.6, 2)}));
   for (std::size_t i = 0; i < generated.size(); ++i) {
     SCOPED_TRACE("matrix " + std::to_string(i));
     expect_rows_sum_to_one(generated[i]);
@@ -192,7 +192,8 @@ TEST(PramDraw, KeepsMissingValuesAndGivesTheSameCodesForAnySplitOfTheRecords) {
     original[i] = i % 13 == 0 ? -1 : static_cast<std::int32_t>((i * 7) % 4);
     strata[i] = static_cast<std::int32_t>(i % 2);
   }
-  const std::vector<PramSampler> samplers{PramSampler(pram_equal_matrix(4, 0.5)), PramSampler(pram_band_matrix(4, 0.7, 2))};
+  const std::vector<PramSampler> samplers{PramSampler(pram_equal_matrix(4, 0.5)),
+                                          PramSampler(pram_band_matrix(4, 0.7, 2))};
   std::vector<std::int32_t> whole(original.size());
   std::vector<std::uint8_t> changed(original.size(), 0);
   const std::int64_t changes = pram_draw(original, strata, samplers, 99, 1, 5000, whole, changed);
@@ -260,7 +261,8 @@ TEST_F(AReferencePramOfOneHundredThousandRecords, ReleasedCountsEqualTheOriginal
   const Eigen::VectorXd expected = pram_expected_counts(matrices_.drawn, counts_);
   const Eigen::MatrixXd variance = pram_released_variance(matrices_.drawn, counts_);
   for (Eigen::Index k = 0; k < 4; ++k) {
-    EXPECT_NEAR(expected(k), static_cast<double>(counts_[static_cast<std::size_t>(k)]), 1e-8) << "invariance, category " << k;
+    EXPECT_NEAR(expected(k), static_cast<double>(counts_[static_cast<std::size_t>(k)]), 1e-8)
+        << "invariance, category " << k;
     EXPECT_NEAR(static_cast<double>(after[static_cast<std::size_t>(k)]), expected(k), 4.5 * std::sqrt(variance(k, k)))
         << "category " << k;
   }
@@ -273,7 +275,8 @@ TEST_F(AReferencePramOfOneHundredThousandRecords, ReleasedCountsEqualTheOriginal
   for (Eigen::Index k = 0; k < 4; ++k) {
     t_hat[static_cast<std::size_t>(k)] = (*estimate)(k);
     v[static_cast<std::size_t>(k)] = (*estimate_variance)(k);
-    EXPECT_NEAR((*estimate)(k), static_cast<double>(counts_[static_cast<std::size_t>(k)]), 4.5 * std::sqrt(v[static_cast<std::size_t>(k)]));
+    EXPECT_NEAR((*estimate)(k), static_cast<double>(counts_[static_cast<std::size_t>(k)]),
+                4.5 * std::sqrt(v[static_cast<std::size_t>(k)]));
   }
   const PramInformationLoss loss = pram_information_loss(counts_, t_hat, v);
   EXPECT_GT(loss.mrd, 0.0);
@@ -295,7 +298,8 @@ TEST(PramEstimation, VarianceDiagonalEqualsTheFullMatrixDiagonal) {
   const auto full = pram_estimate_variance(p, t);
   const auto diagonal = pram_estimate_variance_diagonal(p, t);
   ASSERT_TRUE(full && diagonal);
-  for (Eigen::Index k = 0; k < 6; ++k) EXPECT_NEAR((*diagonal)(k), (*full)(k, k), 1e-9 * (1.0 + std::fabs((*full)(k, k))));
+  for (Eigen::Index k = 0; k < 6; ++k)
+    EXPECT_NEAR((*diagonal)(k), (*full)(k, k), 1e-9 * (1.0 + std::fabs((*full)(k, k))));
 }
 
 TEST(PramInformationLoss, MediansMaximaAndInfiniteCells) {
@@ -308,8 +312,8 @@ TEST(PramInformationLoss, MediansMaximaAndInfiniteCells) {
   EXPECT_EQ(loss.infinite, 1);
   EXPECT_DOUBLE_EQ(loss.cv, 0.2);  // (0.2, 0.2, 0.2)
   EXPECT_DOUBLE_EQ(loss.mcv, 0.2);
-  const PramInformationLoss even = pram_information_loss(std::vector<std::int64_t>{10, 20}, std::vector<double>{11, 20},
-                                                         std::vector<double>{1, 4});
+  const PramInformationLoss even =
+      pram_information_loss(std::vector<std::int64_t>{10, 20}, std::vector<double>{11, 20}, std::vector<double>{1, 4});
   EXPECT_DOUBLE_EQ(even.rd, 0.05) << "mean of the two middle values";
 }
 

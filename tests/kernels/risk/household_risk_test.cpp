@@ -60,9 +60,7 @@ TEST(HouseholdRisk, CertainRiskMakesTheHouseholdCertain) {
   }
 }
 
-RiskThreshold francdat_threshold(double rho) {
-  return risk_threshold(risk_histogram_local(francdat_risks()), rho);
-}
+RiskThreshold francdat_threshold(double rho) { return risk_threshold(risk_histogram_local(francdat_risks()), rho); }
 
 TEST(RiskThreshold, ReproducesTheFrancdatOracle) {
   EXPECT_NEAR(francdat_threshold(0.05).threshold, 0.02204233, 0.5e-8);

@@ -58,9 +58,9 @@ struct BfCase {
 TEST(IndividualRisk, ReproducesTheClosedFormsVersusExactOracle) {
   // risk.md §11 "E B-F closed forms vs exact", printed to 6 decimals.
   const std::vector<BfCase> cases{{1, 0.01, 0.046517, 0.046517}, {1, 0.1, 0.255843, 0.255843},
-                                  {2, 0.1, 0.082684, 0.082684},   {3, 0.1, 0.046368, 0.047619},
-                                  {3, 0.5, 0.193147, 0.2},        {4, 0.1, 0.031885, 0.032258},
-                                  {5, 0.1, 0.024235, 0.024390},   {5, 0.5, 0.109814, 0.111111}};
+                                  {2, 0.1, 0.082684, 0.082684},  {3, 0.1, 0.046368, 0.047619},
+                                  {3, 0.5, 0.193147, 0.2},       {4, 0.1, 0.031885, 0.032258},
+                                  {5, 0.1, 0.024235, 0.024390},  {5, 0.5, 0.109814, 0.111111}};
   for (const auto& c : cases) {
     EXPECT_NEAR(benedetti_franconi_exact(c.f, c.p), c.exact, 0.5e-6) << c.f << ' ' << c.p;
     EXPECT_NEAR(benedetti_franconi_closed_form(c.f, c.p), c.approx, 0.5e-6) << c.f << ' ' << c.p;

@@ -104,7 +104,8 @@ TEST(LDiversity, SplitAndMergeEqualsOneBlock) {
   const std::size_t cuts[] = {0, 1, 613, 1400, n};
   SensitiveClasses merged;
   for (std::size_t b = 0; b + 1 < std::size(cuts); ++b) {
-    const auto part = l_diversity_local(view(cuts[b], cuts[b + 1] - cuts[b]), sensitive.subspan(cuts[b], cuts[b + 1] - cuts[b]));
+    const auto part =
+        l_diversity_local(view(cuts[b], cuts[b + 1] - cuts[b]), sensitive.subspan(cuts[b], cuts[b + 1] - cuts[b]));
     if (b % 2 == 0) {
       l_diversity_merge(merged, part.classes);
     } else {

@@ -21,9 +21,7 @@ struct ClassList {
   std::vector<double> weight_sums;
   std::vector<double> inverse_weight_sums;
 
-  LogLinearClasses view() const {
-    return {key_count, keys, f, weight_sums, inverse_weight_sums};
-  }
+  LogLinearClasses view() const { return {key_count, keys, f, weight_sums, inverse_weight_sums}; }
   /// Classes [first, last) only: one block of a split.
   ClassList slice(std::size_t first, std::size_t last) const {
     ClassList part;
@@ -340,8 +338,8 @@ TEST(LogLinearFit, StreamedAndEliminatedMarginsOverManyChunksDoNotDependOnTheThr
   spec.structural_zeros = {1, 2, 3, 4, 39, 29, 49, 59};
   LogLinearFit fit;
   for (std::size_t g = 0; g < spec.generators.size(); ++g) {
-    const auto cells = static_cast<std::size_t>(spec.level_counts[spec.generators[g][0]] *
-                                                spec.level_counts[spec.generators[g][1]]);
+    const auto cells =
+        static_cast<std::size_t>(spec.level_counts[spec.generators[g][0]] * spec.level_counts[spec.generators[g][1]]);
     fit.factors.emplace_back(cells);
     for (std::size_t k = 0; k < cells; ++k) fit.factors[g][k] = 0.05 + 0.01 * static_cast<double>((k * 7 + g) % 13);
   }
@@ -372,14 +370,15 @@ TEST(LogLinearRisk, SplitClassesMergeToTheSameBits) {
   const Fitted fitted = fit_on(all_two_way_model(levels), classes);
   for (RiskMode mode : {RiskMode::kNative, RiskMode::kCompat}) {
     const LogLinearRiskOptions options{.mode = mode};
-    const auto whole = loglinear_risk_finalize(loglinear_risk_local(fitted.spec, fitted.fit, classes.view(), options),
-                                               options);
+    const auto whole =
+        loglinear_risk_finalize(loglinear_risk_local(fitted.spec, fitted.fit, classes.view(), options), options);
     const std::size_t third = classes.f.size() / 3;
-    auto merged = loglinear_risk_local(fitted.spec, fitted.fit, classes.slice(2 * third, classes.f.size()).view(),
-                                       options);
-    loglinear_risk_merge(merged, loglinear_risk_local(fitted.spec, fitted.fit, classes.slice(0, third).view(), options));
+    auto merged =
+        loglinear_risk_local(fitted.spec, fitted.fit, classes.slice(2 * third, classes.f.size()).view(), options);
     loglinear_risk_merge(merged,
-                         loglinear_risk_local(fitted.spec, fitted.fit, classes.slice(third, 2 * third).view(), options));
+                         loglinear_risk_local(fitted.spec, fitted.fit, classes.slice(0, third).view(), options));
+    loglinear_risk_merge(
+        merged, loglinear_risk_local(fitted.spec, fitted.fit, classes.slice(third, 2 * third).view(), options));
     const auto split = loglinear_risk_finalize(merged, options);
     EXPECT_EQ(std::memcmp(&split.tau1, &whole.tau1, sizeof(double)), 0);
     EXPECT_EQ(std::memcmp(&split.tau2, &whole.tau2, sizeof(double)), 0);
@@ -530,10 +529,13 @@ TEST(LogLinearBootstrap, TauReplicateRefitsAndIsReproducible) {
 
 TEST(LogLinearModel, RejectsBadSpecsAndCodes) {
   const std::vector<std::int32_t> levels{2, 3};
-  EXPECT_THROW(canonical_model({.level_counts = levels, .generators = {{0, 2}}, .structural_zeros = {}}), ParameterError);
+  EXPECT_THROW(canonical_model({.level_counts = levels, .generators = {{0, 2}}, .structural_zeros = {}}),
+               ParameterError);
   EXPECT_THROW(canonical_model({.level_counts = {2, 0}, .generators = {{0}}, .structural_zeros = {}}), ParameterError);
-  EXPECT_THROW(canonical_model({.level_counts = levels, .generators = {{0}}, .structural_zeros = {0, 3}}), ParameterError);
-  const LogLinearModelSpec spec = canonical_model({.level_counts = levels, .generators = {{1, 0}, {0}}, .structural_zeros = {}});
+  EXPECT_THROW(canonical_model({.level_counts = levels, .generators = {{0}}, .structural_zeros = {0, 3}}),
+               ParameterError);
+  const LogLinearModelSpec spec =
+      canonical_model({.level_counts = levels, .generators = {{1, 0}, {0}}, .structural_zeros = {}});
   ASSERT_EQ(spec.generators.size(), 1U);
   EXPECT_EQ(spec.generators[0], (std::vector<std::size_t>{0, 1}));
   ClassList classes;

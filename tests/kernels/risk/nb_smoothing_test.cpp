@@ -2,8 +2,8 @@
 
 #include <gtest/gtest.h>
 #include <tbb/global_control.h>
-#include <Eigen/Eigenvalues>
 #include <tbb/parallel_for.h>
+#include <Eigen/Eigenvalues>
 
 #include <algorithm>
 #include <array>
@@ -238,9 +238,9 @@ void expect_derivatives_match_central_differences(const Neighbourhood& n, double
     };
     const double numeric_gradient = (-value(2) + 8 * value(1) - 8 * value(-1) + value(-2)) / (12 * h);
     EXPECT_NEAR(exact.gradient[j], numeric_gradient, 1e-7 * gradient_scale) << "a = " << a << ", component " << j;
-    const Eigen::VectorXd numeric_column =
-        (-at(shifted(2)).gradient + 8 * at(shifted(1)).gradient - 8 * at(shifted(-1)).gradient +
-         at(shifted(-2)).gradient) / (12 * h);
+    const Eigen::VectorXd numeric_column = (-at(shifted(2)).gradient + 8 * at(shifted(1)).gradient -
+                                            8 * at(shifted(-1)).gradient + at(shifted(-2)).gradient) /
+                                           (12 * h);
     for (Eigen::Index i = 0; i < dim; ++i)
       EXPECT_NEAR(exact.hessian(i, j), numeric_column[i], 1e-7 * hessian_scale)
           << "a = " << a << ", entry " << i << ',' << j;
@@ -397,8 +397,9 @@ TEST(NbSmoothing, ResultsAreIdenticalForAnyThreadCountAndSplitByFixedKeys) {
     part.pi = list.pi;
   }
   for (std::size_t c = 0; c < list.counts.size(); ++c)
-    parts[list.fixed[c]].add(list.fixed[c], {list.ordinal_codes[3 * c], list.ordinal_codes[3 * c + 1],
-                                             list.ordinal_codes[3 * c + 2]}, list.counts[c]);
+    parts[list.fixed[c]].add(list.fixed[c],
+                             {list.ordinal_codes[3 * c], list.ordinal_codes[3 * c + 1], list.ordinal_codes[3 * c + 2]},
+                             list.counts[c]);
   const auto first = nb_smoothing_local(parts[0].view(), {});
   const auto second = nb_smoothing_local(parts[1].view(), {});
   NbSmoothingPartial forward = first.partial, backward = second.partial;
@@ -498,7 +499,6 @@ TEST(NbSmoothing, RejectsBadInputAndOptionsNamingTheCulprit) {
   expect_error<InvalidInput>(zero.view(), {}, "class 1");
 }
 
-
 // ---- simulation study: NB smoothing against the Argus-style estimate ------------------------------
 
 /// A synthetic population shaped like the paper's Example 1: Sex(2) x Age groups(32) x Income
@@ -519,8 +519,8 @@ std::size_t cell_index(std::int32_t sex, std::int32_t age, std::int32_t income, 
 
 Population draw_population(const RecordRng& rng) {
   Population population;
-  const std::size_t cells = cell_index(Population::kSex - 1, Population::kAge - 1, Population::kIncome - 1,
-                                       Population::kStudy - 1) + 1;
+  const std::size_t cells =
+      cell_index(Population::kSex - 1, Population::kAge - 1, Population::kIncome - 1, Population::kStudy - 1) + 1;
   std::vector<double> cumulative(cells);
   double total = 0.0;
   for (std::int32_t s = 0; s < Population::kSex; ++s)
@@ -609,8 +609,8 @@ TEST(NbSmoothingSimulation, BeatsTheArgusStyleEstimateOnAnExampleOneShapedPopula
   for (int m = 0; m < 2; ++m) {
     const std::string tau = m == 0 ? "tau1" : "tau2";
     std::cout << tau << ": mean true " << truth_mean[m] << ", NB |M| = 125 mean " << nb_mean[m] << " MAE "
-              << nb_error[m] << ", Argus-style mean " << argus_mean[m] << " MAE " << argus_error[m]
-              << ", NB closer in " << nb_closer[m] << "/" << kSamples << " samples\n";
+              << nb_error[m] << ", Argus-style mean " << argus_mean[m] << " MAE " << argus_error[m] << ", NB closer in "
+              << nb_closer[m] << "/" << kSamples << " samples\n";
     ::testing::Test::RecordProperty(tau + "_mae_nb", std::to_string(nb_error[m]));
     ::testing::Test::RecordProperty(tau + "_mae_argus", std::to_string(argus_error[m]));
   }

@@ -121,7 +121,8 @@ TEST(Suda2, NoSampleUniquesGiveZeroScoresAndZeroDis) {
 
 // ---- brute force: every subset, counts by a pairwise scan ----
 
-Columns random_columns(std::size_t records, const std::vector<std::int32_t>& levels, double missing, std::mt19937& generator) {
+Columns random_columns(std::size_t records, const std::vector<std::int32_t>& levels, double missing,
+                       std::mt19937& generator) {
   Columns columns;
   columns.levels = levels;
   std::bernoulli_distribution is_missing(missing);
@@ -207,7 +208,8 @@ TEST(Suda2, MsuScoresMatchBruteForceOnRandomData) {
       options.contributions = true;
       const auto local = run_local(columns, options);
       const auto expected = brute_force(columns, max_size, weights);
-      SCOPED_TRACE("keys " + std::to_string(m) + ", records " + std::to_string(n) + ", max_size " + std::to_string(max_size));
+      SCOPED_TRACE("keys " + std::to_string(m) + ", records " + std::to_string(n) + ", max_size " +
+                   std::to_string(max_size));
       EXPECT_EQ(local.score, expected.score);
       EXPECT_EQ(local.contribution, expected.contribution);
       EXPECT_EQ(local.partial.msus_by_size, expected.msus_by_size);
@@ -250,12 +252,19 @@ TEST(Suda2, LocalCounterCapsCountsAtThreeOnBothPaths) {
 class LockstepCounter {
  public:
   LockstepCounter(const Columns& whole, std::vector<std::size_t> offsets)
-      : whole_(whole), keys_(whole.view()), global_(make_local_subset_counter(keys_)), offsets_(std::move(offsets)),
-        ranks_(offsets_.size() - 1), sync_(static_cast<std::ptrdiff_t>(ranks_)), flags_(ranks_), subsets_(ranks_),
+      : whole_(whole),
+        keys_(whole.view()),
+        global_(make_local_subset_counter(keys_)),
+        offsets_(std::move(offsets)),
+        ranks_(offsets_.size() - 1),
+        sync_(static_cast<std::ptrdiff_t>(ranks_)),
+        flags_(ranks_),
+        subsets_(ranks_),
         counts_(whole.records()) {}
 
   SubsetCounter for_rank(std::size_t rank) {
-    return [this, rank](std::span<const std::size_t> subset, std::span<const std::uint64_t> candidates, std::span<std::uint8_t> out) {
+    return [this, rank](std::span<const std::size_t> subset, std::span<const std::uint64_t> candidates,
+                        std::span<std::uint8_t> out) {
       flags_[rank].assign(candidates.begin(), candidates.end());
       subsets_[rank].assign(subset.begin(), subset.end());
       sync_.arrive_and_wait();
@@ -272,7 +281,8 @@ class LockstepCounter {
     for (std::size_t r = 0; r < ranks_; ++r) {
       if (subsets_[r] != subsets_[0]) agreed_ = false;
       for (std::size_t i = 0; i < offsets_[r + 1] - offsets_[r]; ++i)
-        if ((flags_[r][i / 64] >> (i % 64) & 1U) != 0) global[(offsets_[r] + i) / 64] |= std::uint64_t{1} << ((offsets_[r] + i) % 64);
+        if ((flags_[r][i / 64] >> (i % 64) & 1U) != 0)
+          global[(offsets_[r] + i) / 64] |= std::uint64_t{1} << ((offsets_[r] + i) % 64);
     }
     global_(subsets_[0], global, counts_);
   }
@@ -301,7 +311,8 @@ TEST(Suda2, SplitAcrossOneToFourRanksWithASharedCounterGivesIdenticalResults) {
   for (std::size_t ranks = 1; ranks <= 4; ++ranks) {
     // Uneven blocks, one of them empty when there are four ranks.
     std::vector<std::size_t> offsets{0};
-    for (std::size_t r = 1; r < ranks; ++r) offsets.push_back(ranks == 4 && r == 2 ? offsets.back() : columns.records() * r / ranks + 37);
+    for (std::size_t r = 1; r < ranks; ++r)
+      offsets.push_back(ranks == 4 && r == 2 ? offsets.back() : columns.records() * r / ranks + 37);
     offsets.push_back(columns.records());
     LockstepCounter counter(columns, offsets);
     std::vector<Suda2Local> locals(ranks);

@@ -26,7 +26,8 @@ RecordFrequencies wildcard_counts(const Columns& columns, std::span<const double
 
 void expect_near_each(const std::vector<double>& actual, const std::vector<double>& expected, double tolerance) {
   ASSERT_EQ(actual.size(), expected.size());
-  for (std::size_t i = 0; i < expected.size(); ++i) EXPECT_NEAR(actual[i], expected[i], tolerance) << "record " << i + 1;
+  for (std::size_t i = 0; i < expected.size(); ++i)
+    EXPECT_NEAR(actual[i], expected[i], tolerance) << "record " << i + 1;
 }
 
 // risk.md §11 "E missing values": francdat (codes of sorted levels as in frequency_count_test) with
@@ -223,7 +224,8 @@ Columns read_testdata(const std::filesystem::path& path, const std::vector<std::
   std::string line;
   std::getline(in, line);
   std::vector<std::string> header;
-  for (std::stringstream fields(line); std::getline(fields, header.emplace_back(), ',');) {}
+  for (std::stringstream fields(line); std::getline(fields, header.emplace_back(), ',');) {
+  }
   header.pop_back();
   const auto column_of = [&](const std::string& name) {
     return static_cast<std::size_t>(std::find(header.begin(), header.end(), name) - header.begin());
@@ -231,7 +233,8 @@ Columns read_testdata(const std::filesystem::path& path, const std::vector<std::
   std::vector<std::vector<double>> values(names.size());
   while (std::getline(in, line)) {
     std::vector<std::string> fields;
-    for (std::stringstream row(line); std::getline(row, fields.emplace_back(), ',');) {}
+    for (std::stringstream row(line); std::getline(row, fields.emplace_back(), ',');) {
+    }
     for (std::size_t j = 0; j < names.size(); ++j) values[j].push_back(std::stod(fields.at(column_of(names[j]))));
     weights->push_back(std::stod(fields.at(column_of(weight_name))));
   }
@@ -308,7 +311,8 @@ TEST(WildcardLattice, ReadsOnlyTablesWithANonZeroWeight) {
   };
   using W = WildcardWeight;
   // Complete patterns read the partial ones with alpha and never the all-missing ones.
-  EXPECT_EQ(reads(0b11), (std::vector<std::tuple<KeyMask, KeyMask, W>>{{0b01, 0b01, W::kAlpha}, {0b10, 0b10, W::kAlpha}}));
+  EXPECT_EQ(reads(0b11),
+            (std::vector<std::tuple<KeyMask, KeyMask, W>>{{0b01, 0b01, W::kAlpha}, {0b10, 0b10, W::kAlpha}}));
   EXPECT_EQ(reads(0b01), (std::vector<std::tuple<KeyMask, KeyMask, W>>{
                              {0, 0, W::kAlpha}, {0b10, 0, W::kAlpha}, {0b11, 0b01, W::kFull}}));
   EXPECT_EQ(reads(0), (std::vector<std::tuple<KeyMask, KeyMask, W>>{
