@@ -20,6 +20,20 @@ void add_output_option(CLI::App& app, PathFlags& paths, std::filesystem::path& o
   paths.writes("--output", output);
 }
 
+void add_masked_option(CLI::App& app, PathFlags& paths, std::filesystem::path& masked) {
+  app.add_option("--masked", masked, "the masked file: the records of --input, in the same order, after masking")
+      ->required()
+      ->type_name("FILE");
+  paths.reads("--masked", masked);
+}
+
+void add_id_option(CLI::App& app, std::optional<std::string>& id) {
+  app.add_option("--id", id,
+                 "identifier variable that must be equal row by row in both files (default: the input's first "
+                 "identifier variable that the masked file holds too)")
+      ->type_name("VAR");
+}
+
 void add_report_option(CLI::App& app, PathFlags& paths, std::optional<std::filesystem::path>& report) {
   app.add_option("--report", report, "JSON run report (docs/report-schema.json)")->type_name("FILE.json");
   paths.writes("--report", report);

@@ -20,6 +20,12 @@ namespace sdc::engine {
 void add_input_option(CLI::App& app, PathFlags& paths, std::filesystem::path& input, bool positional = true);
 /// `--output/-o FILE`. Required; declared written.
 void add_output_option(CLI::App& app, PathFlags& paths, std::filesystem::path& output);
+/// `--masked FILE`: the masked file a comparison step reads beside its original `--input`. Required;
+/// declared read.
+void add_masked_option(CLI::App& app, PathFlags& paths, std::filesystem::path& masked);
+/// `--id VAR`: the identifier variable that must be equal, row by row, in the original and the
+/// masked file (default: the original's first variable of role identifier that both hold).
+void add_id_option(CLI::App& app, std::optional<std::string>& id);
 /// `--report FILE.json`. Optional; declared written.
 void add_report_option(CLI::App& app, PathFlags& paths, std::optional<std::filesystem::path>& report);
 /// `--seed-file FILE`: the seed of every random draw; else the SDC_SEED environment variable. Declared read.

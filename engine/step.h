@@ -29,6 +29,12 @@ enum class OutputKind {
 /// The report's name of `kind`: "data", "table", "matrix", "plot", "csv", "schema", "seed", "checkpoint".
 std::string_view to_string(OutputKind kind);
 
+/// For Step::check_variables: adds a problem when `name` is not among `available` ("<key>: variable
+/// 'x' is not in the step's input") or is not of `type` ("<key>: variable 'x' is continuous, expected
+/// categorical").
+void expect_variable(const std::vector<VariableInfo>& available, const std::string& name, VariableType type,
+                     const std::string& key, std::vector<std::string>& problems);
+
 class Step {
  public:
   virtual ~Step() = default;

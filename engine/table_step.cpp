@@ -83,13 +83,26 @@ void write_table_step_output(const distributed::Communicator& comm, const std::f
   write_partitioned(comm, std::move(out), output, write_options);
 }
 
+bool finish_resumed_step(const distributed::Communicator& comm, bool resume, RunReport& report, StepRecord& step,
+                         StepTimer& timer, const std::filesystem::path& input, const OpenedTable& opened,
+                         const std::filesystem::path& output, const std::optional<std::filesystem::path>& report_path,
+                         OutputRelease release) {
+  auto earlier = resumable_step_results(comm, resume, output, opened.fingerprint);
+  if (!earlier) return false;
+  timer.stop();
+  record_resumed_step(step, std::move(*earlier));
+  if (release == OutputRelease::kMasked) report.add_output(checkpoint_path(output), OutputKind::kCheckpoint);
+  finish_table_step(comm, report, input, opened, output, report_path);
+  return true;
+}
+
 void finish_table_step(const distributed::Communicator& comm, RunReport& report, const std::filesystem::path& input,
                        const OpenedTable& opened, const std::filesystem::path& output,
                        const std::optional<std::filesystem::path>& report_path) {
   report.add_input("input", input, opened.part.summary.row_count, opened.input_digest);
   for (const IdentifiedInput& other : opened.other_inputs)
     report.add_input(other.name, other.path, other.rows, other.digest);
-  report.add_output(output, OutputKind::kData);
+  if (!output.empty()) report.add_output(output, OutputKind::kData);
   report.write(comm, report_path);
 }
 

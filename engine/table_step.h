@@ -78,6 +78,14 @@ OpenedTable open_table_step(const distributed::Communicator& comm, const RunCont
                             OutputRelease release = OutputRelease::kAnalysis,
                             const std::vector<NamedInput>& other_inputs = {});
 
+/// Collective. With `resume` and a complete earlier run of this step at `output` (the same
+/// fingerprint): records the earlier results in `step`, the output (and a masked output's checkpoint)
+/// in `report`, writes the report, and returns true: the step is done. Otherwise returns false.
+bool finish_resumed_step(const distributed::Communicator& comm, bool resume, RunReport& report, StepRecord& step,
+                         StepTimer& timer, const std::filesystem::path& input, const OpenedTable& opened,
+                         const std::filesystem::path& output, const std::optional<std::filesystem::path>& report_path,
+                         OutputRelease release);
+
 /// Collective. Writes the step's output (write_partitioned): the input's variables in their order, with
 /// the values of `changed` ones (modified in place by the step) as they are now, less any that `added`
 /// replaces (a rerun replaces its own columns; a warning says so), then `added`. Every other input
@@ -87,8 +95,9 @@ void write_table_step_output(const distributed::Communicator& comm, const std::f
                              const std::filesystem::path& output, io::Hdf5WriteOptions write_options,
                              std::vector<std::string>& warnings);
 
-/// Collective. Records the step's inputs and its data output in `report` and writes the report (to
-/// `report_path`, or to the job's report when the step runs in a job).
+/// Collective. Records the step's inputs and its data output (none when `output` is empty: a step
+/// that writes only its report) in `report` and writes the report (to `report_path`, or to the job's
+/// report when the step runs in a job).
 void finish_table_step(const distributed::Communicator& comm, RunReport& report, const std::filesystem::path& input,
                        const OpenedTable& opened, const std::filesystem::path& output,
                        const std::optional<std::filesystem::path>& report_path);

@@ -53,6 +53,17 @@ ExactSum get_exact_sum(ByteReader& in) {
   return ExactSum::from_partials(std::span<const double>(partials.data(), partials.size()));
 }
 
+void put_exact_sums(ByteWriter& out, const std::vector<ExactSum>& sums) {
+  out.put(static_cast<std::uint64_t>(sums.size()));
+  for (const ExactSum& sum : sums) put_exact_sum(out, sum);
+}
+
+std::vector<ExactSum> get_exact_sums(ByteReader& in) {
+  std::vector<ExactSum> sums(in.get<std::uint64_t>());
+  for (ExactSum& sum : sums) sum = get_exact_sum(in);
+  return sums;
+}
+
 FrequencySummary sum_over_ranks(const Communicator& comm, const FrequencySummary& mine) {
   FrequencySummary total;
   total.k = mine.k;

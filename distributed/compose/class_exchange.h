@@ -59,5 +59,8 @@ FrequencySummary sum_over_ranks(const Communicator& comm, const FrequencySummary
 
 void put_exact_sum(ByteWriter& out, const ExactSum& sum);
 ExactSum get_exact_sum(ByteReader& in);
+/// A vector of exact sums: its length, then each sum.
+void put_exact_sums(ByteWriter& out, const std::vector<ExactSum>& sums);
+std::vector<ExactSum> get_exact_sums(ByteReader& in);
 
 }  // namespace sdc::distributed

@@ -123,17 +123,6 @@ void count_over_ranks(const Communicator& comm, const KeyColumns& keys, std::spa
     count_by_shuffle(comm, keys, subset, records, out);
 }
 
-void put_sums(ByteWriter& out, const std::vector<ExactSum>& sums) {
-  out.put(static_cast<std::uint64_t>(sums.size()));
-  for (const ExactSum& sum : sums) put_exact_sum(out, sum);
-}
-
-std::vector<ExactSum> get_sums(ByteReader& in) {
-  std::vector<ExactSum> sums(in.get<std::uint64_t>());
-  for (ExactSum& sum : sums) sum = get_exact_sum(in);
-  return sums;
-}
-
 std::vector<std::byte> serialize(const Suda2Partial& partial) {
   ByteWriter out;
   out.put(partial.unique_records);
@@ -144,8 +133,8 @@ std::vector<std::byte> serialize(const Suda2Partial& partial) {
   put_exact_sum(out, partial.score_sum);
   out.put(static_cast<std::uint64_t>(partial.msus_by_size.size()));
   out.put_span(std::span<const std::int64_t>(partial.msus_by_size));
-  put_sums(out, partial.key_contribution);
-  put_sums(out, partial.level_contribution);
+  put_exact_sums(out, partial.key_contribution);
+  put_exact_sums(out, partial.level_contribution);
   out.put(static_cast<std::uint64_t>(partial.level_offsets.size()));
   out.put_span(std::span<const std::size_t>(partial.level_offsets));
   return std::move(out.bytes());
@@ -162,8 +151,8 @@ Suda2Partial deserialize(std::span<const std::byte> bytes) {
   partial.score_sum = get_exact_sum(in);
   partial.msus_by_size.resize(in.get<std::uint64_t>());
   in.get_span(std::span(partial.msus_by_size));
-  partial.key_contribution = get_sums(in);
-  partial.level_contribution = get_sums(in);
+  partial.key_contribution = get_exact_sums(in);
+  partial.level_contribution = get_exact_sums(in);
   partial.level_offsets.resize(in.get<std::uint64_t>());
   in.get_span(std::span(partial.level_offsets));
   SDC_CHECK(in.done(), "a whole SUDA2 partial read");

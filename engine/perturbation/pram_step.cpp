@@ -237,13 +237,9 @@ class PramStepImpl final : public PramStep {
         open_table_step(comm, context, options.input, std::nullopt,
                         {"", "pram", identity, {StepId::kPramMatrix, StepId::kPram}, seed.fingerprint(), {}},
                         write_options, clock, OutputRelease::kMasked);
-    if (auto earlier = resumable_step_results(comm, options.resume, options.output, opened.fingerprint)) {
-      timer.stop();
-      record_resumed_step(step, std::move(*earlier));
-      report.add_output(checkpoint_path(options.output), OutputKind::kCheckpoint);
-      finish_table_step(comm, report, options.input, opened, options.output, options.report);
+    if (finish_resumed_step(comm, options.resume, report, step, timer, options.input, opened, options.output,
+                            options.report, OutputRelease::kMasked))
       return;
-    }
     TablePart& part = opened.part;
 
     Table& table = part.table;
@@ -257,7 +253,7 @@ class PramStepImpl final : public PramStep {
     }
     stratum_levels_ = strata_columns.level_counts;
     const auto n = static_cast<std::size_t>(table.row_count());
-    const distributed::PramStrata strata = distributed::distributed_pram_strata(comm, strata_columns, n);
+    const distributed::Strata strata = distributed::distributed_strata(comm, strata_columns, n);
     std::vector<std::uint8_t> changed(n, 0);
     clock.lap("strata");
 
@@ -302,17 +298,10 @@ class PramStepImpl final : public PramStep {
   }
 
   void check_variables(const std::vector<VariableInfo>& available, std::vector<std::string>& problems) const override {
-    const auto expect = [&](const std::string& name, const char* flag) {
-      const auto it =
-          std::find_if(available.begin(), available.end(), [&](const VariableInfo& v) { return v.name == name; });
-      if (it == available.end())
-        problems.push_back(std::string(flag) + ": variable '" + name + "' is not in the step's input");
-      else if (it->type != VariableType::kCategorical)
-        problems.push_back(std::string(flag) + ": variable '" + name + "' is " + std::string(to_string(it->type)) +
-                           ", expected categorical");
-    };
-    for (const auto& name : options.variables) expect(name, "variables");
-    for (const auto& name : options.strata) expect(name, "strata");
+    for (const auto& name : options.variables)
+      expect_variable(available, name, VariableType::kCategorical, "variables", problems);
+    for (const auto& name : options.strata)
+      expect_variable(available, name, VariableType::kCategorical, "strata", problems);
   }
 
   bool needs_seed() const override { return true; }
@@ -400,7 +389,7 @@ class PramStepImpl final : public PramStep {
   /// Collective: PRAM of one variable on every rank; returns its report entry.
   nlohmann::json pram_variable(const distributed::Communicator& comm, std::size_t v, const VariableInfo& info,
                                std::span<const std::int32_t> original, const std::optional<PramMatrix>& user,
-                               const ParsedFlags& flags, std::uint64_t seed, const distributed::PramStrata& strata,
+                               const ParsedFlags& flags, std::uint64_t seed, const distributed::Strata& strata,
                                std::span<std::int32_t> released, std::span<std::uint8_t> changed,
                                std::int64_t first_row_id, std::int64_t min_count, std::vector<std::string>& warnings,
                                PhaseClock& clock) const {
@@ -492,7 +481,7 @@ class PramStepImpl final : public PramStep {
         continue;
       }
       nlohmann::json values = nlohmann::json::array();
-      const auto codes = distributed::pram_stratum_codes(strata.ids[s], std::span<const std::int32_t>(stratum_levels_));
+      const auto codes = distributed::stratum_codes(strata.ids[s], std::span<const std::int32_t>(stratum_levels_));
       for (std::size_t j = 0; j < codes.size(); ++j)
         values.push_back(codes[j] < 0 ? nlohmann::json(nullptr)
                                       : nlohmann::json(stratum_labels_[j][static_cast<std::size_t>(codes[j])]));

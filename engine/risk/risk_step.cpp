@@ -148,12 +148,9 @@ class RiskStepImpl final : public RiskStep {
         comm, context, options.input, options.household,
         {"", "risk", step.parameters, draws, seed ? std::optional<std::string>(seed->fingerprint()) : std::nullopt, {}},
         write_options, clock, OutputRelease::kAnalysis, other_inputs);
-    if (auto earlier = resumable_step_results(comm, options.resume, options.output, opened.fingerprint)) {
-      timer.stop();
-      record_resumed_step(step, std::move(*earlier));
-      finish_table_step(comm, report, options.input, opened, options.output, options.report);
+    if (finish_resumed_step(comm, options.resume, report, step, timer, options.input, opened, options.output,
+                            options.report, OutputRelease::kAnalysis))
       return;
-    }
     TablePart& part = opened.part;
 
     const Table& table = part.table;
@@ -326,19 +323,11 @@ class RiskStepImpl final : public RiskStep {
   }
 
   void check_variables(const std::vector<VariableInfo>& available, std::vector<std::string>& problems) const override {
-    const auto expect = [&](const std::string& name, VariableType type, const char* flag) {
-      const auto it =
-          std::find_if(available.begin(), available.end(), [&](const VariableInfo& v) { return v.name == name; });
-      if (it == available.end())
-        problems.push_back(std::string(flag) + ": variable '" + name + "' is not in the step's input");
-      else if (it->type != type)
-        problems.push_back(std::string(flag) + ": variable '" + name + "' is " + std::string(to_string(it->type)) +
-                           ", expected " + std::string(to_string(type)));
-    };
-    for (const auto& key : options.keys) expect(key, VariableType::kCategorical, "keys");
-    for (const auto& name : options.sensitive) expect(name, VariableType::kCategorical, "sensitive");
-    if (options.weight) expect(*options.weight, VariableType::kContinuous, "weight");
-    if (options.household) expect(*options.household, VariableType::kId, "household");
+    for (const auto& key : options.keys) expect_variable(available, key, VariableType::kCategorical, "keys", problems);
+    for (const auto& name : options.sensitive)
+      expect_variable(available, name, VariableType::kCategorical, "sensitive", problems);
+    if (options.weight) expect_variable(available, *options.weight, VariableType::kContinuous, "weight", problems);
+    if (options.household) expect_variable(available, *options.household, VariableType::kId, "household", problems);
     for (const auto& measure : measures)
       if (measure->enabled()) measure->check_variables(available, problems);
     check_measure_parameters(problems);

@@ -38,8 +38,8 @@ TEST(DistributedPram, StrataCountsAndDrawsEqualOneProcessHoldingTheWholeFile) {
   const auto [first, count] = uneven_share(comm, kRows);
   const std::vector<std::vector<std::int32_t>> strata_codes{codes[1], codes[2]};
   const std::vector<std::int32_t> strata_levels{kLevels[1], kLevels[2]};
-  const PramStrata strata = distributed_pram_strata(comm, key_columns_of(strata_codes, strata_levels, first, count),
-                                                    static_cast<std::size_t>(count));
+  const Strata strata = distributed_strata(comm, key_columns_of(strata_codes, strata_levels, first, count),
+                                           static_cast<std::size_t>(count));
 
   // The whole file in this process: the same strata ids, the same counts.
   std::set<std::uint64_t> all_ids;
@@ -52,7 +52,7 @@ TEST(DistributedPram, StrataCountsAndDrawsEqualOneProcessHoldingTheWholeFile) {
   }
   ASSERT_EQ(strata.ids, std::vector<std::uint64_t>(all_ids.begin(), all_ids.end()));
   EXPECT_EQ(strata.ids.size(), 12U) << "4 values of the first (3 + missing) x 3 of the second (0, 3, missing)";
-  EXPECT_EQ(pram_stratum_codes(strata.ids.back(), strata_levels), (std::vector<std::int32_t>{-1, -1}));
+  EXPECT_EQ(stratum_codes(strata.ids.back(), strata_levels), (std::vector<std::int32_t>{-1, -1}));
   for (std::size_t i = 0; i < static_cast<std::size_t>(count); ++i)
     ASSERT_EQ(strata.ids[static_cast<std::size_t>(strata.record_stratum[i])],
               whole_ids[static_cast<std::size_t>(first) + i]);
@@ -102,7 +102,7 @@ TEST(DistributedPram, WithoutStratumVariablesThereIsOneStratum) {
   const auto comm = Communicator::world();
   const auto [first, count] = uneven_share(comm, 101);
   std::vector<std::int32_t> codes(static_cast<std::size_t>(count), 1);
-  const PramStrata strata = distributed_pram_strata(comm, KeyColumns{}, codes.size());
+  const Strata strata = distributed_strata(comm, KeyColumns{}, codes.size());
   EXPECT_EQ(strata.ids, std::vector<std::uint64_t>{0});
   EXPECT_EQ(strata.record_stratum, std::vector<std::int32_t>(codes.size(), 0));
   EXPECT_EQ(distributed_pram_counts(comm, codes, strata, 3), (std::vector<std::int64_t>{0, 101, 0}));

@@ -299,7 +299,7 @@ TEST_F(AJob, RejectsAFromThatNamesNoEarlierStepBeforeRunningAnything) {
       << second.err;
 }
 
-TEST(TheDefaultCensusJob, AssessesRiskMasksWithPramAndAssessesTheReleasedFile) {
+TEST(TheDefaultCensusJob, AssessesRiskMasksWithPramAndMicroaggregationAndAssessesTheReleasedFile) {
   TempDir dir;
   ASSERT_EQ(run_sdc({"generate", "seed", "--output", (dir / "seed").string()}).exit_code, 0);
   const auto generated = run_sdc({"generate", "census", "--households", "3000", "--seed-file", (dir / "seed").string(),
@@ -311,10 +311,19 @@ TEST(TheDefaultCensusJob, AssessesRiskMasksWithPramAndAssessesTheReleasedFile) {
   ASSERT_EQ(result.exit_code, 0) << result.err;
   EXPECT_EQ(validate_report(dir / "job.json"), "");
   const auto report = nlohmann::json::parse(read_text(dir / "job.json"));
-  ASSERT_EQ(report["steps"].size(), 3U);
+  ASSERT_EQ(report["steps"].size(), 6U);
   EXPECT_EQ(report["steps"][0]["method"], "risk");
   EXPECT_EQ(report["steps"][1]["method"], "pram");
   EXPECT_EQ(report["steps"][2]["method"], "risk");
+  EXPECT_EQ(report["steps"][3]["method"], "microaggregate");
+  EXPECT_EQ(report["steps"][4]["method"], "linkage");
+  EXPECT_EQ(report["steps"][5]["method"], "utility");
+  // Groups of at least 3 within nuts3 regions; linkage within the regions credits at most 1/3 a record;
+  // utility measures the same loss as the microaggregation step.
+  EXPECT_GE(report["steps"][3]["results"]["smallest_group"].get<int>(), 3);
+  EXPECT_EQ(report["steps"][3]["results"]["blocks"], 36);
+  EXPECT_LE(report["steps"][4]["results"]["fractional_rate"].get<double>(), 1.0 / 3.0);
+  EXPECT_EQ(report["steps"][5]["results"]["il_percent"], report["steps"][3]["results"]["il_percent"]);
   EXPECT_GT(report["steps"][1]["results"]["records_changed"].get<std::int64_t>(), 0);
   for (const char* section : {"individual_risk", "household_risk", "suda2", "loglinear", "bootstrap", "l_diversity"}) {
     EXPECT_TRUE(report["steps"][0]["results"].contains(section)) << section;
@@ -326,6 +335,12 @@ TEST(TheDefaultCensusJob, AssessesRiskMasksWithPramAndAssessesTheReleasedFile) {
   ASSERT_EQ(info.exit_code, 0) << info.err;
   EXPECT_EQ(info.out.find("individual_risk"), std::string::npos) << info.out;
   EXPECT_NE(info.out.find("pram_changed"), std::string::npos) << info.out;
+  // The microaggregated release carries PRAM's column and the group ids, and no risk column either.
+  const auto released = run_sdc({"info", (dir / "out" / "microaggregate.h5").string()});
+  ASSERT_EQ(released.exit_code, 0) << released.err;
+  EXPECT_EQ(released.out.find("individual_risk"), std::string::npos) << released.out;
+  EXPECT_NE(released.out.find("pram_changed"), std::string::npos) << released.out;
+  EXPECT_NE(released.out.find("group_id"), std::string::npos) << released.out;
 }
 
 TEST(AKilledJob, ResumesToTheSameOutputsAsAnUninterruptedRun) {

@@ -1,0 +1,132 @@
+// `sdc microaggregate`, `sdc linkage` and `sdc utility` under mpirun: equal output digests and equal
+// report results for 1, 2 and 3 ranks and 1 or 2 threads on a generated census, for every blocking;
+// every group holds at least k records.
+
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "tests/support/sdc_process.h"
+
+namespace sdc::testing {
+namespace {
+
+const std::vector<std::pair<int, int>> kRunShapes{{1, 1}, {1, 2}, {2, 1}, {3, 1}, {2, 2}};
+const std::string kVariables = "income,expenditure,savings";
+
+class AContinuousMpiRun : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (!mpirun_available()) GTEST_SKIP() << "mpirun not available";
+    // About 15 000 persons.
+    const auto result =
+        run_process({sdc_executable().string(), "generate", "census", "--households", "5000", "-o", census_.string()},
+                    mpi_environment({{"SDC_SEED", "20260418"}}));
+    ASSERT_EQ(result.exit_code, 0) << result.err;
+  }
+
+  /// Runs `args` (after --threads) for every run shape; expects equal digests of `output` (when given)
+  /// and equal results; returns the results of the first run.
+  nlohmann::json expect_invariant(const std::string& label, const std::vector<std::string>& args, bool has_output) {
+    std::vector<std::string> digests;
+    std::vector<nlohmann::json> results;
+    for (const auto& [ranks, threads] : kRunShapes) {
+      const std::string name = label + "-" + std::to_string(ranks) + "x" + std::to_string(threads);
+      const auto output = dir_ / (name + ".h5");
+      const auto report = dir_ / (name + ".json");
+      std::vector<std::string> argv{"--threads", std::to_string(threads)};
+      argv.insert(argv.end(), args.begin(), args.end());
+      if (has_output) argv.insert(argv.end(), {"-o", output.string()});
+      argv.insert(argv.end(), {"--report", report.string()});
+      const auto result = run_sdc_mpi(ranks, argv);
+      EXPECT_EQ(result.exit_code, 0) << label << ", " << ranks << " ranks, " << threads << " threads:\n" << result.err;
+      if (result.exit_code != 0) return {};
+      EXPECT_EQ(validate_report(report), "");
+      if (has_output) digests.push_back(digest_of(output));
+      results.push_back(nlohmann::json::parse(read_text(report))["steps"][0]["results"]);
+    }
+    if (has_output) print_digest(label, digests.front());
+    for (std::size_t i = 1; i < results.size(); ++i) {
+      if (has_output) {
+        EXPECT_EQ(digests[i], digests.front()) << label << ", run " << i;
+      }
+      EXPECT_EQ(results[i], results.front()) << label << ", run " << i;
+    }
+    return results.front();
+  }
+
+  nlohmann::json microaggregate(const std::string& label, const std::vector<std::string>& blocking) {
+    std::vector<std::string> args{"microaggregate", "-i", census_.string(), "--variables", kVariables, "-k", "3"};
+    args.insert(args.end(), blocking.begin(), blocking.end());
+    const auto results = expect_invariant(label, args, true);
+    if (results.is_null()) return results;
+    std::printf("%s: %s groups in %s blocks (largest %s), smallest %s, il_percent %.6f\n", label.c_str(),
+                results["groups"].dump().c_str(), results["blocks"].dump().c_str(),
+                results["largest_block"].dump().c_str(), results["smallest_group"].dump().c_str(),
+                results["il_percent"].get<double>());
+    EXPECT_GE(results["smallest_group"].get<int>(), 3) << label;
+    return results;
+  }
+
+  TempDir dir_;
+  std::filesystem::path census_ = dir_ / "census.h5";
+};
+
+TEST_F(AContinuousMpiRun, MicroaggregatesWithoutBlockingAlikeForAnyRankAndThreadCount) {
+  const auto results = microaggregate("microaggregate-none", {"--blocking", "none"});
+  EXPECT_EQ(results["blocks"], 1);
+}
+
+TEST_F(AContinuousMpiRun, MicroaggregatesWithinStrataAlikeForAnyRankAndThreadCount) {
+  const auto results = microaggregate("microaggregate-strata", {"--blocking", "strata:nuts3", "--block-max", "500"});
+  EXPECT_GT(results["blocks"].get<int>(), 1);
+}
+
+TEST_F(AContinuousMpiRun, MicroaggregatesWithinKdTreeBlocksAlikeForAnyRankAndThreadCount) {
+  const auto results = microaggregate("microaggregate-kdtree", {"--blocking", "kdtree", "--block-max", "2000"});
+  EXPECT_GT(results["blocks"].get<int>(), 1);
+  EXPECT_LE(results["largest_block"].get<int>(), 2000);
+}
+
+TEST_F(AContinuousMpiRun, MicroaggregatesWithinPrincipalAxisBlocksAlikeForAnyRankAndThreadCount) {
+  const auto results = microaggregate("microaggregate-pca-tree", {"--blocking", "pca-tree", "--block-max", "2000"});
+  EXPECT_GT(results["blocks"].get<int>(), 1);
+  EXPECT_LE(results["largest_block"].get<int>(), 2000);
+}
+
+TEST_F(AContinuousMpiRun, MicroaggregatesWithinPc1BlocksAlikeForAnyRankAndThreadCount) {
+  const auto results = microaggregate("microaggregate-pc1", {"--blocking", "pc1", "--block-max", "2000"});
+  EXPECT_GT(results["blocks"].get<int>(), 1);
+}
+
+TEST_F(AContinuousMpiRun, LinksAndMeasuresAMicroaggregatedFileAlikeForAnyRankAndThreadCount) {
+  const auto masked = dir_ / "masked.h5";
+  const auto made = run_sdc({"microaggregate", "-i", census_.string(), "-o", masked.string(), "--variables", kVariables,
+                             "--blocking", "kdtree", "--block-max", "2000"});
+  ASSERT_EQ(made.exit_code, 0) << made.err;
+  const auto linkage = expect_invariant("linkage",
+                                        {"linkage", "-i", census_.string(), "--masked", masked.string(), "--variables",
+                                         kVariables, "--rank-interval", "2", "--interval-k", "0.05,0.5"},
+                                        true);
+  const auto blocked = expect_invariant("linkage-strata",
+                                        {"linkage", "-i", census_.string(), "--masked", masked.string(), "--variables",
+                                         kVariables, "--blocking", "strata:nuts1"},
+                                        true);
+  if (!blocked.is_null() && !linkage.is_null()) {
+    EXPECT_GE(blocked["fractional"].get<double>(), linkage["fractional"].get<double>())
+        << "an intruder who knows the region links at least as often";
+  }
+  if (!linkage.is_null()) {
+    std::printf("linkage: fractional %s, strict %s, optimistic %s; rank interval %s\n",
+                linkage["fractional"].dump().c_str(), linkage["strict"].dump().c_str(),
+                linkage["optimistic"].dump().c_str(), linkage["rank_interval_disclosure"].dump().c_str());
+    EXPECT_LE(linkage["fractional_rate"].get<double>(), 1.0 / 3.0) << "groups of at least 3 tie every record";
+    EXPECT_FALSE(linkage["rank_interval_disclosure"].is_null());
+  }
+  const auto utility = expect_invariant(
+      "utility", {"utility", "-i", census_.string(), "--masked", masked.string(), "--variables", kVariables}, false);
+  if (!utility.is_null()) std::printf("utility: il_percent %.6f\n", utility["il_percent"].get<double>());
+}
+
+}  // namespace
+}  // namespace sdc::testing
