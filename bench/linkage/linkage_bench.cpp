@@ -11,6 +11,7 @@
 
 #include <cstdint>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "kernels/distance/pairwise_tiles.h"
@@ -82,8 +83,9 @@ void BM_RecordLinkage(benchmark::State& state) {
   const auto& pair = linkage_pair(n, p);
   for (auto _ : state) {
     auto result = sdc::linkage::record_linkage(pair.original.view(), pair.masked.view());
-    benchmark::DoNotOptimize(result.fractional);
-    state.counters["fractional_rate"] = result.fractional_rate();
+    benchmark::DoNotOptimize(result.linked.data());
+    state.SetLabel("fractional " + std::to_string(result.fractional) + ", strict " + std::to_string(result.strict) +
+                   " of " + std::to_string(result.records));
   }
 }
 BENCHMARK(BM_RecordLinkage)

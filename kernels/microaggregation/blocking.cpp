@@ -1,11 +1,13 @@
 #include "kernels/microaggregation/blocking.h"
 
 #include <tbb/parallel_for.h>
+#include <tbb/parallel_invoke.h>
 
 #include <Eigen/Dense>
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <map>
 #include <numeric>
 #include <string>
@@ -73,17 +75,12 @@ Blocks recursive_blocks(const NumericColumns& standardised, std::int64_t block_m
   std::vector<std::int64_t> sizes;
   std::vector<double> along(n, 0.0);
   const auto limit = static_cast<std::size_t>(block_max);
-  // Explicit stack, lower part on top: blocks come out depth first, lower part first.
-  std::vector<std::pair<std::size_t, std::size_t>> pending{{0, n}};
-  while (!pending.empty()) {
-    const auto [begin, end] = pending.back();
-    pending.pop_back();
+  // The two parts of a node are cut apart on threads: they hold disjoint records (of `records` and of
+  // `along`), and the leaves are listed lower part first whatever the thread count.
+  std::function<std::vector<std::pair<std::size_t, std::size_t>>(std::size_t, std::size_t)> leaves_of =
+      [&](std::size_t begin, std::size_t end) -> std::vector<std::pair<std::size_t, std::size_t>> {
     const std::size_t size = end - begin;
-    if (size <= limit) {
-      for (std::size_t m = begin; m < end; ++m) raw[records[m]] = static_cast<std::int32_t>(sizes.size());
-      sizes.push_back(static_cast<std::int64_t>(size));
-      continue;
-    }
+    if (size <= limit) return {{begin, end}};
     cut_values(records, begin, end, along);
     // The node ends as m = ⌈size / block_max⌉ blocks; the cut leaves ⌈m/2⌉ of them below it, so that
     // blocks come out as large as the limit allows (10.2 × block_max records give 11 blocks, not 16):
@@ -95,8 +92,15 @@ Blocks recursive_blocks(const NumericColumns& standardised, std::int64_t block_m
         records.begin() + static_cast<std::ptrdiff_t>(end), [&](std::size_t a, std::size_t b) {
           return along[a] < along[b] || (along[a] == along[b] && standardised.row_ids[a] < standardised.row_ids[b]);
         });
-    pending.emplace_back(middle, end);
-    pending.emplace_back(begin, middle);
+    std::vector<std::pair<std::size_t, std::size_t>> lower;
+    std::vector<std::pair<std::size_t, std::size_t>> upper;
+    tbb::parallel_invoke([&] { lower = leaves_of(begin, middle); }, [&] { upper = leaves_of(middle, end); });
+    lower.insert(lower.end(), upper.begin(), upper.end());
+    return lower;
+  };
+  for (const auto& [begin, end] : leaves_of(0, n)) {
+    for (std::size_t m = begin; m < end; ++m) raw[records[m]] = static_cast<std::int32_t>(sizes.size());
+    sizes.push_back(static_cast<std::int64_t>(end - begin));
   }
   return from_runs(raw, sizes, k);
 }
