@@ -4,9 +4,7 @@
 #include <tbb/global_control.h>
 
 #include <algorithm>
-#include <chrono>
 #include <cmath>
-#include <cstdio>
 #include <limits>
 #include <random>
 #include <vector>
@@ -209,19 +207,6 @@ TEST(APairwiseTileEngine, RejectsAMissingValueNamingTheVariableAndRow) {
     const std::string message = error.what();
     EXPECT_NE(message.find("'age'"), std::string::npos) << message;
     EXPECT_NE(message.find("row id 41"), std::string::npos) << message;
-  }
-}
-
-// Timing of the census-scale case; run by name (--gtest_also_run_disabled_tests).
-TEST(APairwiseTileEngine, DISABLED_LinksOneHundredThousandPointsQuickly) {
-  for (std::size_t p : {3UL, 10UL}) {
-    const auto a = gaussian_points(100000, p, 31);
-    const auto b = gaussian_points(100000, p, 32);
-    const auto start = std::chrono::steady_clock::now();
-    const auto nearest = nearest_partial(a, b);
-    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    std::printf("100000 x 100000, p = %zu: %.2f s (tile %zu)\n", p, seconds, kDefaultTileRows);
-    EXPECT_EQ(nearest.size(), 100000U);
   }
 }
 
