@@ -148,6 +148,7 @@ MicroaggregatedPart microaggregate_blocks(const Communicator& comm, const Table&
   std::vector<std::vector<double>> masked(p, std::vector<double>(rows));
   std::vector<std::int64_t> group_id(rows);
   std::vector<std::vector<std::int64_t>> block_group_sizes(block_starts.size() - 1);
+  std::vector<std::vector<std::int64_t>> block_part_sizes(block_starts.size() - 1);
 
   // The blocks run without collectives: an error in one (a missing value, a constant variable within
   // a block) is agreed on by every rank before the records travel home.
@@ -177,15 +178,21 @@ MicroaggregatedPart microaggregate_blocks(const Communicator& comm, const Table&
         for (std::size_t j = 0; j < p; ++j) masked[j][first + i] = result.masked[j][i];
       }
       block_group_sizes[b] = std::move(sizes);
+      block_part_sizes[b] =
+          result.part_sizes.empty() ? std::vector<std::int64_t>{static_cast<std::int64_t>(count)} : result.part_sizes;
     });
   });
 
   MicroaggregatedPart out;
   std::int64_t local_groups = 0;
+  std::int64_t local_parts = 0;
   std::int64_t local_largest = 0;
   std::vector<std::int64_t> histogram;
   for (std::size_t b = 0; b + 1 < block_starts.size(); ++b) {
-    local_largest = std::max(local_largest, static_cast<std::int64_t>(block_starts[b + 1] - block_starts[b]));
+    for (std::int64_t size : block_part_sizes[b]) {
+      ++local_parts;
+      local_largest = std::max(local_largest, size);
+    }
     for (std::int64_t size : block_group_sizes[b]) {
       ++local_groups;
       if (histogram.size() <= static_cast<std::size_t>(size)) histogram.resize(static_cast<std::size_t>(size) + 1, 0);
@@ -193,7 +200,8 @@ MicroaggregatedPart microaggregate_blocks(const Communicator& comm, const Table&
     }
   }
   out.groups = comm.all_reduce_sum(local_groups);
-  out.blocks = static_cast<std::int64_t>(assignment.strata.size());
+  out.blocks = comm.all_reduce_sum(local_parts);
+  out.shuffled_blocks = static_cast<std::int64_t>(assignment.strata.size());
   out.largest_block = comm.all_reduce_max(local_largest);
   const auto longest = comm.all_reduce_max(static_cast<std::int64_t>(histogram.size()));
   histogram.resize(static_cast<std::size_t>(longest), 0);

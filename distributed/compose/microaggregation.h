@@ -28,6 +28,9 @@ namespace sdc::distributed {
 struct BlockMicroaggregation {
   microaggregation::Grouping grouping;
   std::vector<std::vector<double>> masked;  ///< masked[j][i]: variable j of the block's record i
+  /// The records of each part the method cut the block into (a large stratum cut by a tree); empty
+  /// when the block is one part.
+  std::vector<std::int64_t> part_sizes;
 };
 
 /// Runs one method on one block (the block's records in row-id order). Called concurrently for
@@ -41,8 +44,9 @@ struct MicroaggregatedPart {
   std::vector<std::int64_t> block_id;       ///< the record's block (0 without blocking)
   /// Over all ranks, equal on every rank:
   std::int64_t groups = 0;
-  std::int64_t blocks = 0;
-  std::int64_t largest_block = 0;
+  std::int64_t blocks = 0;                         ///< the parts microaggregated apart: blocks, or their parts
+  std::int64_t largest_block = 0;                  ///< records of the largest of those parts
+  std::int64_t shuffled_blocks = 0;                ///< the blocks that travelled whole to ranks
   std::vector<std::int64_t> group_size_histogram;  ///< [s] = groups of s records
 };
 

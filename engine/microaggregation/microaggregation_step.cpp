@@ -431,6 +431,8 @@ class MicroaggregationStepImpl final : public MicroaggregationStep {
         // holds it.
         const microaggregation::Blocks parts = microaggregation::principal_axis_blocks(
             standardised_block(block, scale).view(), settings.block_max, parsed.k);
+        out.part_sizes.assign(static_cast<std::size_t>(parts.block_count), 0);
+        for (std::int32_t part : parts.block_of_record) ++out.part_sizes[static_cast<std::size_t>(part)];
         out.grouping = microaggregation::microaggregate_blocks(block, parts, parsed.k, [&](const NumericColumns& part) {
           std::int32_t ignored_tail = -1;
           return group_block(part, settings, parsed, scale, ignored_tail);
