@@ -1,8 +1,5 @@
 #include "kernels/microaggregation/mdav.h"
 
-#include <tbb/blocked_range.h>
-#include <tbb/parallel_for.h>
-
 #include <algorithm>
 #include <atomic>
 #include <bit>
@@ -18,6 +15,7 @@
 
 #include "kernels/core/error.h"
 #include "kernels/core/exact_sum.h"
+#include "kernels/core/step_team.h"
 
 namespace sdc::microaggregation {
 
@@ -399,37 +397,42 @@ bool cpu_has_avx2() {
 /// Bounds on the distance from a target to any row of a box, exact for the emulated arithmetic:
 /// each rounded term is monotone in |x_j − c_j| and a rounded sum of non-negative terms is monotone
 /// in every term, so the nearest (farthest) box point gives a lower (upper) bound with no margin.
+/// Boxes are given variable-major (`stride` boxes per variable) and bounded `count` at a time, terms
+/// summed in variable order as a scan sums them.
 template <typename Distance>
 Distance box_term(double difference, double weight) {
   return static_cast<Distance>(difference * difference * weight);
 }
 
 template <typename Distance>
-Distance lower_bound_to_box(const double* target, const double* low, const double* high, const double* weight,
-                            std::size_t variables) {
-  Distance sum{0};
+void lower_bounds_to_boxes(const double* target, const double* low, const double* high, std::size_t stride,
+                           const double* weight, std::size_t variables, std::size_t count, Distance* out) {
+  std::fill_n(out, count, Distance{0});
   for (std::size_t j = 0; j < variables; ++j) {
     const double centre = target[j];
-    double difference = 0.0;
-    if (centre < low[j]) {
-      difference = low[j] - centre;
-    } else if (centre > high[j]) {
-      difference = high[j] - centre;
+    const double* box_low = low + j * stride;
+    const double* box_high = high + j * stride;
+    for (std::size_t i = 0; i < count; ++i) {
+      const double below = std::max(box_low[i] - centre, 0.0);
+      const double above = std::min(box_high[i] - centre, 0.0);
+      out[i] += box_term<Distance>(below + above, weight[j]);
     }
-    sum += box_term<Distance>(difference, weight[j]);
   }
-  return sum;
 }
 
 template <typename Distance>
-Distance upper_bound_to_box(const double* target, const double* low, const double* high, const double* weight,
-                            std::size_t variables) {
-  Distance sum{0};
+void upper_bounds_to_boxes(const double* target, const double* low, const double* high, std::size_t stride,
+                           const double* weight, std::size_t variables, std::size_t count, Distance* out) {
+  std::fill_n(out, count, Distance{0});
   for (std::size_t j = 0; j < variables; ++j) {
-    sum +=
-        std::max(box_term<Distance>(low[j] - target[j], weight[j]), box_term<Distance>(high[j] - target[j], weight[j]));
+    const double centre = target[j];
+    const double* box_low = low + j * stride;
+    const double* box_high = high + j * stride;
+    for (std::size_t i = 0; i < count; ++i) {
+      out[i] += std::max(box_term<Distance>(box_low[i] - centre, weight[j]),
+                         box_term<Distance>(box_high[i] - centre, weight[j]));
+    }
   }
-  return sum;
 }
 
 /// The rows not yet grouped, column-major, in cells: the leaves of a median-split tree over the
@@ -440,8 +443,14 @@ Distance upper_bound_to_box(const double* target, const double* low, const doubl
 template <typename Distance>
 class Remaining {
  public:
-  Remaining(const NumericColumns& data, const Metric& metric, int k)
-      : data_(data), metric_(metric), k_(static_cast<std::size_t>(k)), p_(data.variables()), live_(data.records()) {
+  Remaining(const NumericColumns& data, const Metric& metric, int k, StepTeam& team)
+      : data_(data),
+        metric_(metric),
+        k_(static_cast<std::size_t>(k)),
+        p_(data.variables()),
+        live_(data.records()),
+        team_(team),
+        parts_(team.parts()) {
     prunable_ = !metric.has_missing &&
                 std::all_of(metric.weight.begin(), metric.weight.end(), [](double w) { return std::isfinite(w); });
 #ifdef SDC_MDAV_AVX2
@@ -479,95 +488,24 @@ class Remaining {
 
   /// The remaining row farthest from `target` (ties: the first record).
   Candidate<Distance> farthest(const std::vector<double>& target) {
-    bounds_.clear();
-    for (std::size_t c = 0; c < cells_.size(); ++c) {
-      if (cells_[c].live == 0) continue;
-      bounds_.push_back({upper_bound(c, target.data()), c});
-    }
+    far_bar_.store(Distance{0}, std::memory_order_relaxed);
+    ++search_serial_;
+    auto search = [&](std::size_t part) { farthest_in_part(part, target.data()); };
+    team_.run(search);
     Candidate<Distance> best{Distance{0}, -1, 0};
-    auto higher = [](const CellBound& a, const CellBound& b) {
-      return a.bound > b.bound || (a.bound == b.bound && a.cell < b.cell);
-    };
-    // The most promising cells, scanned in turn, set the bar for the rest; whatever is left after
-    // them is scanned in parallel when it is large. A cell whose bound equals the best distance may
-    // still hold an earlier record at that distance, so only a strictly lower bound prunes.
-    const std::size_t leading = std::min(bounds_.size(), kSerialFarthestCells);
-    std::partial_sort(bounds_.begin(), bounds_.begin() + static_cast<std::ptrdiff_t>(leading), bounds_.end(), higher);
-    for (std::size_t i = 0; i < leading; ++i) {
-      if (bounds_[i].bound < best.distance) return best;
-      scan_cell(bounds_[i].cell, target.data(), true, false);
-      consider_farthest(cell_far_[bounds_[i].cell], best);
-    }
-    bounds_.erase(bounds_.begin(), bounds_.begin() + static_cast<std::ptrdiff_t>(leading));
-    std::erase_if(bounds_, [&](const CellBound& b) { return b.bound < best.distance; });
-    std::sort(bounds_.begin(), bounds_.end(), higher);
-    std::size_t rows = 0;
-    for (const auto& b : bounds_) rows += cells_[b.cell].size;
-    if (rows >= kParallelRows) {
-      // Threads share the best distance found so far only to skip cells sooner: a cell is skipped
-      // when its bound is below a distance some row attains, so the answer never depends on timing.
-      std::atomic<Distance> bar{best.distance};
-      scanned_.assign(bounds_.size(), 0);
-      tbb::parallel_for(tbb::blocked_range<std::size_t>(0, bounds_.size(), 1),
-                        [&](const tbb::blocked_range<std::size_t>& range) {
-                          for (std::size_t i = range.begin(); i < range.end(); ++i) {
-                            if (bounds_[i].bound < bar.load(std::memory_order_relaxed)) break;
-                            scan_cell(bounds_[i].cell, target.data(), true, false);
-                            scanned_[i] = 1;
-                            const Distance found = cell_far_[bounds_[i].cell].distance;
-                            Distance seen = bar.load(std::memory_order_relaxed);
-                            while (found > seen && !bar.compare_exchange_weak(seen, found, std::memory_order_relaxed)) {
-                            }
-                          }
-                        });
-      for (std::size_t i = 0; i < bounds_.size(); ++i) {
-        if (scanned_[i] != 0) consider_farthest(cell_far_[bounds_[i].cell], best);
-      }
-    } else {
-      for (const auto& b : bounds_) {
-        if (b.bound < best.distance) break;
-        scan_cell(b.cell, target.data(), true, false);
-        consider_farthest(cell_far_[b.cell], best);
-      }
-    }
+    for (const auto& part : parts_) consider_farthest(part.farthest, best);
     return best;
   }
 
   /// The k remaining rows nearest to `target`, nearest first (ties: the later record first).
   void nearest(const std::vector<double>& target, std::vector<Candidate<Distance>>& out) {
-    bounds_.clear();
-    for (std::size_t c = 0; c < cells_.size(); ++c) {
-      if (cells_[c].live == 0) continue;
-      bounds_.push_back({lower_bound(c, target.data()), c});
-    }
+    near_bar_.store(std::numeric_limits<Distance>::infinity(), std::memory_order_relaxed);
+    auto search = [&](std::size_t part) { nearest_in_part(part, target.data()); };
+    team_.run(search);
     out.clear();
-    auto take = [&](std::size_t cell) {
-      scan_cell(cell, target.data(), false, true);
-      for (std::size_t m = 0; m < cell_near_count_[cell]; ++m) {
-        const auto& row = cell_near_[cell * k_ + m];
-        if (out.size() == k_ && !nearer(row, out.back())) break;
-        if (out.size() == k_) out.pop_back();
-        out.insert(std::upper_bound(out.begin(), out.end(), row, nearer<Distance>), row);
-      }
-    };
-    auto by_bound = [](const CellBound& a, const CellBound& b) {
-      return a.bound < b.bound || (a.bound == b.bound && a.cell < b.cell);
-    };
-    // The nearest box first gives a threshold that usually leaves a handful of cells to scan.
-    while (out.size() < k_ && !bounds_.empty()) {
-      const auto first = std::min_element(bounds_.begin(), bounds_.end(), by_bound);
-      const std::size_t cell = first->cell;
-      *first = bounds_.back();
-      bounds_.pop_back();
-      take(cell);
-    }
-    if (out.size() < k_) return;
-    std::erase_if(bounds_, [&](const CellBound& b) { return b.bound > out.back().distance; });
-    std::sort(bounds_.begin(), bounds_.end(), by_bound);
-    for (const auto& b : bounds_) {
-      if (b.bound > out.back().distance) break;
-      take(b.cell);
-    }
+    for (const auto& part : parts_) out.insert(out.end(), part.nearest.begin(), part.nearest.end());
+    std::sort(out.begin(), out.end(), nearer<Distance>);
+    if (out.size() > k_) out.resize(k_);
   }
 
   void remove(const Candidate<Distance>& row) {
@@ -619,10 +557,9 @@ class Remaining {
   // Rows per cell at most: a few hundred rows amortise a scan's start-up, and many cells prune well.
   static constexpr std::size_t kCellRows = 512;
   static_assert(kCellRows <= kChunk);
-  // Below this many candidate rows the farthest search stays on the calling thread.
-  static constexpr std::size_t kParallelRows = 16384;
-  // Cells a farthest search scans on the calling thread before it weighs going parallel.
-  static constexpr std::size_t kSerialFarthestCells = 2;
+  // Cells bounded together, and handed to one part of a search: neighbouring leaves, so every part
+  // owns cells all over the data.
+  static constexpr std::size_t kCellRun = 8;
 
   struct Cell {
     std::size_t begin;  // first slot, a multiple of kBlock
@@ -633,6 +570,128 @@ class Remaining {
     Distance bound;
     std::size_t cell;
   };
+  /// One part of a search: the runs of kCellRun cells numbered part, part + parts, …, and what the
+  /// part found. A farthest search publishes its sorted cells so that idle parts can take some.
+  struct alignas(64) PartSearch {
+    std::vector<CellBound> bounds;
+    std::atomic<std::size_t> next_bound{0};
+    std::atomic<std::uint64_t> published{0};  // the search serial once `bounds` is ready to share
+    Candidate<Distance> farthest{Distance{0}, -1, 0};
+    std::vector<Candidate<Distance>> nearest;
+  };
+
+  /// The live cells of a part with their bounds from `target`.
+  void bound_cells(std::size_t part, const double* target, bool upper, std::vector<CellBound>& bounds) const {
+    bounds.clear();
+    const std::size_t cells = cells_.size();
+    Distance run_bounds[kCellRun];
+    for (std::size_t first = part * kCellRun; first < cells; first += parts_.size() * kCellRun) {
+      const std::size_t count = std::min(kCellRun, cells - first);
+      if (!prunable_) {
+        std::fill_n(run_bounds, count, upper ? std::numeric_limits<Distance>::infinity() : Distance{0});
+      } else if (upper) {
+        upper_bounds_to_boxes(target, &low_[first], &high_[first], cells, metric_.weight.data(), p_, count, run_bounds);
+      } else {
+        lower_bounds_to_boxes(target, &low_[first], &high_[first], cells, metric_.weight.data(), p_, count, run_bounds);
+      }
+      for (std::size_t i = 0; i < count; ++i) {
+        if (cells_[first + i].live != 0) bounds.push_back({run_bounds[i], first + i});
+      }
+    }
+  }
+
+  // Parts share the best distance found so far only to skip cells sooner, and skip a cell only when
+  // its bound is strictly worse than a distance some row attains: such a cell cannot hold the answer
+  // or an equally good row that wins the tie, so the merged answer never depends on timing, nor on
+  // which part scanned which cell.
+  void farthest_in_part(std::size_t part, const double* target) {
+    PartSearch& search = parts_[part];
+    auto& bounds = search.bounds;
+    bound_cells(part, target, true, bounds);
+    search.farthest = {Distance{0}, -1, 0};
+    auto scan = [&](std::size_t cell) {
+      scan_cell(cell, target, true, false);
+      const Candidate<Distance>& found = cell_far_[cell];
+      consider_farthest(found, search.farthest);
+      Distance bar = far_bar_.load(std::memory_order_relaxed);
+      while (found.record >= 0 && found.distance > bar &&
+             !far_bar_.compare_exchange_weak(bar, found.distance, std::memory_order_relaxed)) {
+      }
+    };
+    auto higher = [](const CellBound& a, const CellBound& b) {
+      return a.bound > b.bound || (a.bound == b.bound && a.cell < b.cell);
+    };
+    if (!bounds.empty()) {
+      // The most promising cell sets the bar for the rest.
+      const auto lead = std::min_element(bounds.begin(), bounds.end(), higher);
+      const std::size_t lead_cell = lead->cell;
+      *lead = bounds.back();
+      bounds.pop_back();
+      scan(lead_cell);
+      const Distance bar = far_bar_.load(std::memory_order_relaxed);
+      std::erase_if(bounds, [&](const CellBound& b) { return b.bound < bar; });
+      std::sort(bounds.begin(), bounds.end(), higher);
+    }
+    search.next_bound.store(0, std::memory_order_relaxed);
+    search.published.store(search_serial_, std::memory_order_release);
+    // Own cells first, then what other parts have not reached: cells are claimed one at a time.
+    for (std::size_t offset = 0; offset < parts_.size(); ++offset) {
+      PartSearch& owner = parts_[(part + offset) % parts_.size()];
+      if (owner.published.load(std::memory_order_acquire) != search_serial_) continue;
+      for (;;) {
+        const std::size_t i = owner.next_bound.fetch_add(1, std::memory_order_relaxed);
+        if (i >= owner.bounds.size() || owner.bounds[i].bound < far_bar_.load(std::memory_order_relaxed)) break;
+        scan(owner.bounds[i].cell);
+      }
+    }
+  }
+
+  void nearest_in_part(std::size_t part, const double* target) {
+    PartSearch& search = parts_[part];
+    auto& bounds = search.bounds;
+    bound_cells(part, target, false, bounds);
+    auto& out = search.nearest;
+    out.clear();
+    auto threshold = [&] {
+      const Distance shared = near_bar_.load(std::memory_order_relaxed);
+      return out.size() == k_ ? std::min(out.back().distance, shared) : shared;
+    };
+    auto take = [&](std::size_t cell) {
+      scan_cell(cell, target, false, true);
+      for (std::size_t m = 0; m < cell_near_count_[cell]; ++m) {
+        const auto& row = cell_near_[cell * k_ + m];
+        if (out.size() == k_ && !nearer(row, out.back())) break;
+        if (out.size() == k_) out.pop_back();
+        out.insert(std::upper_bound(out.begin(), out.end(), row, nearer<Distance>), row);
+      }
+      if (out.size() < k_) return;
+      Distance bar = near_bar_.load(std::memory_order_relaxed);
+      while (out.back().distance < bar &&
+             !near_bar_.compare_exchange_weak(bar, out.back().distance, std::memory_order_relaxed)) {
+      }
+    };
+    auto by_bound = [](const CellBound& a, const CellBound& b) {
+      return a.bound < b.bound || (a.bound == b.bound && a.cell < b.cell);
+    };
+    // The nearest box first gives a threshold that usually leaves a handful of cells to scan. A part
+    // may stop short of k rows when another part's k-th row is nearer than all its cells.
+    while (out.size() < k_ && !bounds.empty()) {
+      const auto first = std::min_element(bounds.begin(), bounds.end(), by_bound);
+      const std::size_t cell = first->cell;
+      const Distance bound = first->bound;
+      *first = bounds.back();
+      bounds.pop_back();
+      if (bound > threshold()) return;
+      take(cell);
+    }
+    const Distance bar = threshold();
+    std::erase_if(bounds, [&](const CellBound& b) { return b.bound > bar; });
+    std::sort(bounds.begin(), bounds.end(), by_bound);
+    for (const auto& b : bounds) {
+      if (b.bound > threshold()) break;
+      take(b.cell);
+    }
+  }
 
   void build_cells() {
     const std::size_t n = data_.records();
@@ -721,19 +780,9 @@ class Remaining {
         low = std::min(low, value);
         high = std::max(high, value);
       }
-      low_[c * p_ + j] = low;
-      high_[c * p_ + j] = high;
+      low_[j * cells_.size() + c] = low;
+      high_[j * cells_.size() + c] = high;
     }
-  }
-
-  Distance lower_bound(std::size_t c, const double* target) const {
-    if (!prunable_) return Distance{0};
-    return lower_bound_to_box<Distance>(target, &low_[c * p_], &high_[c * p_], metric_.weight.data(), p_);
-  }
-
-  Distance upper_bound(std::size_t c, const double* target) const {
-    if (!prunable_) return std::numeric_limits<Distance>::infinity();
-    return upper_bound_to_box<Distance>(target, &low_[c * p_], &high_[c * p_], metric_.weight.data(), p_);
   }
 
   static void consider_farthest(const Candidate<Distance>& row, Candidate<Distance>& best) {
@@ -785,17 +834,23 @@ class Remaining {
   std::vector<std::int32_t> record_;
   std::vector<Cell> cells_;
   std::vector<std::uint32_t> cell_of_slot_;  // per block of slots
-  std::vector<double> low_;                  // cell box, cell-major
+  std::vector<double> low_;                  // cell box, variable-major
   std::vector<double> high_;
   std::vector<ExactSum> sums_;
   std::vector<std::int64_t> present_;
   std::vector<Candidate<Distance>> cell_far_;
   std::vector<Candidate<Distance>> cell_near_;
   std::vector<std::size_t> cell_near_count_;
-  std::vector<CellBound> bounds_;
-  std::vector<std::uint8_t> scanned_;  // per entry of bounds_ in a parallel farthest search
+  StepTeam& team_;
+  std::vector<PartSearch> parts_;
+  std::atomic<Distance> far_bar_{Distance{0}};
+  std::atomic<Distance> near_bar_{Distance{0}};
+  std::uint64_t search_serial_ = 0;
   std::vector<std::size_t> touched_;
 };
+
+// Rows from which a block's searches are split between threads.
+constexpr std::size_t kTeamRows = 20000;
 
 template <typename Distance>
 MdavResult run_mdav(const NumericColumns& data, const Metric& metric, int k) {
@@ -803,7 +858,9 @@ MdavResult run_mdav(const NumericColumns& data, const Metric& metric, int k) {
   const std::size_t group_size = static_cast<std::size_t>(k);
   MdavResult result;
   result.grouping.group_of_record.assign(n, -1);
-  Remaining<Distance> remaining(data, metric, k);
+  // A team pays for itself only on a large block; many small blocks are spread over threads whole.
+  StepTeam team(n >= kTeamRows ? StepTeam::available_helpers() : 0);
+  Remaining<Distance> remaining(data, metric, k, team);
   std::vector<double> target(data.variables());
   std::vector<double> second_seed(data.variables());
   std::vector<Candidate<Distance>> nearest;

@@ -1,9 +1,9 @@
 #pragma once
 // MDAV (maximum distance to average vector) microaggregation, docs/methods/microaggregation.md §2.
 // Shape (b) block-local: the whole block is one problem (global MDAV across ranks is composed from
-// the same per-round steps in distributed/compose/). Threads split each O(|R|·p) pass into fixed
-// chunks whose partial results are merged on total-order keys, so the grouping has the same bits for
-// any number of threads.
+// the same per-round steps in distributed/compose/). On a large block a StepTeam splits every search
+// of a round between threads by cells, and the parts' results are merged on total-order keys, so the
+// grouping has the same bits for any number of threads.
 
 #include <cstdint>
 
