@@ -502,10 +502,24 @@ class Remaining {
     near_bar_.store(std::numeric_limits<Distance>::infinity(), std::memory_order_relaxed);
     auto search = [&](std::size_t part) { nearest_in_part(part, target.data()); };
     team_.run(search);
-    out.clear();
-    for (const auto& part : parts_) out.insert(out.end(), part.nearest.begin(), part.nearest.end());
-    std::sort(out.begin(), out.end(), nearer<Distance>);
-    if (out.size() > k_) out.resize(k_);
+    merge_nearest(out);
+  }
+
+  /// Both searches from one target in one step of the team: the k nearest rows into `out`, and the
+  /// farthest row returned.
+  Candidate<Distance> nearest_and_farthest(const std::vector<double>& target, std::vector<Candidate<Distance>>& out) {
+    near_bar_.store(std::numeric_limits<Distance>::infinity(), std::memory_order_relaxed);
+    far_bar_.store(Distance{0}, std::memory_order_relaxed);
+    ++search_serial_;
+    auto search = [&](std::size_t part) {
+      nearest_in_part(part, target.data());
+      farthest_in_part(part, target.data());
+    };
+    team_.run(search);
+    merge_nearest(out);
+    Candidate<Distance> best{Distance{0}, -1, 0};
+    for (const auto& part : parts_) consider_farthest(part.farthest, best);
+    return best;
   }
 
   void remove(const Candidate<Distance>& row) {
@@ -579,6 +593,13 @@ class Remaining {
     Candidate<Distance> farthest{Distance{0}, -1, 0};
     std::vector<Candidate<Distance>> nearest;
   };
+
+  void merge_nearest(std::vector<Candidate<Distance>>& out) const {
+    out.clear();
+    for (const auto& part : parts_) out.insert(out.end(), part.nearest.begin(), part.nearest.end());
+    std::sort(out.begin(), out.end(), nearer<Distance>);
+    if (out.size() > k_) out.resize(k_);
+  }
 
   /// The live cells of a part with their bounds from `target`.
   void bound_cells(std::size_t part, const double* target, bool upper, std::vector<CellBound>& bounds) const {
@@ -880,11 +901,13 @@ MdavResult run_mdav(const NumericColumns& data, const Metric& metric, int k) {
     const auto r = remaining.farthest(target);
     remaining.coordinates(r.record, target);
     if (two_groups) {
-      // s is chosen among the rows present before the first group leaves (§2.4c).
-      const auto s = remaining.farthest(target);
+      // s is chosen among the rows present before the first group leaves (§2.4c), so it is searched
+      // for together with the first group.
+      const auto s = remaining.nearest_and_farthest(target, nearest);
       remaining.coordinates(s.record, second_seed);
+    } else {
+      remaining.nearest(target, nearest);
     }
-    remaining.nearest(target, nearest);
     form_group();
     if (two_groups) {
       remaining.nearest(second_seed, nearest);
