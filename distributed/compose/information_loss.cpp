@@ -61,7 +61,44 @@ utility::InformationLossPartial deserialize(std::span<const std::byte> bytes) {
   return partial;
 }
 
+std::vector<std::byte> serialize(const utility::SumOfSquaresPartial& partial) {
+  ByteWriter out;
+  out.put(static_cast<std::uint64_t>(partial.variables));
+  out.put(partial.records);
+  put_exact_sums(out, partial.sum_original);
+  put_exact_sums(out, partial.square_original);
+  put_exact_sums(out, partial.squared_difference);
+  put_values(out, partial.min_original);
+  put_values(out, partial.max_original);
+  return std::move(out.bytes());
+}
+
+utility::SumOfSquaresPartial deserialize_sum_of_squares(std::span<const std::byte> bytes) {
+  ByteReader in(bytes);
+  utility::SumOfSquaresPartial partial;
+  partial.variables = static_cast<std::size_t>(in.get<std::uint64_t>());
+  partial.records = in.get<std::uint64_t>();
+  partial.sum_original = get_exact_sums(in);
+  partial.square_original = get_exact_sums(in);
+  partial.squared_difference = get_exact_sums(in);
+  partial.min_original = get_values<double>(in);
+  partial.max_original = get_values<double>(in);
+  return partial;
+}
+
 }  // namespace
+
+utility::SumOfSquares distributed_sum_of_squares(const Communicator& comm, const NumericColumns& original,
+                                                 const NumericColumns& masked) {
+  utility::SumOfSquaresPartial local;
+  agree_on_error(comm, [&] { local = utility::sum_of_squares_local(original, masked); });
+  std::vector<utility::SumOfSquaresPartial> parts;
+  for (const auto& bytes : comm.all_gather_bytes(serialize(local))) parts.push_back(deserialize_sum_of_squares(bytes));
+  const utility::SumOfSquaresPartial total = merge_pairwise(std::move(parts), utility::sum_of_squares_merge);
+  utility::SumOfSquares squares;
+  agree_on_error(comm, [&] { squares = utility::sum_of_squares_finalize(total); });
+  return squares;
+}
 
 utility::InformationLoss distributed_information_loss(const Communicator& comm, const NumericColumns& original,
                                                       const NumericColumns& masked,

@@ -15,4 +15,8 @@ utility::InformationLoss distributed_information_loss(const Communicator& comm, 
                                                       const NumericColumns& masked,
                                                       const utility::InformationLossOptions& options = {});
 
+/// Collective. SSE/SST alone, the same bits as distributed_information_loss gives for them.
+utility::SumOfSquares distributed_sum_of_squares(const Communicator& comm, const NumericColumns& original,
+                                                 const NumericColumns& masked);
+
 }  // namespace sdc::distributed

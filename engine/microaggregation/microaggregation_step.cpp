@@ -63,20 +63,26 @@ struct ParsedOptions {
   int k = 3;
 };
 
-/// z-scores of `x` with the moments of the whole file (over all ranks): kd-tree splits compare
-/// spreads across variables, so every rank must scale alike.
-NumericData standardised_copy(const NumericColumns& x, const distance::Moments& moments) {
-  const std::vector<double> sd = moments.standard_deviations();
-  NumericData out;
-  out.names = x.names;
-  out.row_ids.assign(x.row_ids.begin(), x.row_ids.end());
-  for (std::size_t j = 0; j < x.variables(); ++j) {
-    std::vector<double> z(x.records());
-    const double mean = moments.mean(static_cast<Eigen::Index>(j));
-    for (std::size_t i = 0; i < z.size(); ++i) z[i] = sd[j] > 0.0 ? (x.columns[j][i] - mean) / sd[j] : 0.0;
-    out.columns.push_back(std::move(z));
+enum class Divisor {
+  kSample,      ///< n − 1: the tree and PC1 cuts
+  kPopulation,  ///< n: the information-loss convention, and the blocks' standardisation
+};
+
+/// The whole file's moments (over all ranks) as a scale for microaggregation::standardise: tree cuts
+/// compare spreads across variables, so every rank must scale alike.
+microaggregation::Moments file_moments(const distance::Moments& moments, Divisor divisor) {
+  microaggregation::Moments scale;
+  const double n = static_cast<double>(moments.count);
+  for (Eigen::Index j = 0; j < moments.mean.size(); ++j) {
+    scale.mean.push_back(moments.mean(j));
+    const double variance = moments.covariance(j, j);
+    if (divisor == Divisor::kSample) {
+      scale.sd.push_back(std::sqrt(variance));
+    } else {
+      scale.sd.push_back(n > 1.0 ? std::sqrt(variance * (n - 1.0) / n) : 0.0);
+    }
   }
-  return out;
+  return scale;
 }
 
 /// First principal component of the correlation matrix, its sign fixed so that the loading of
@@ -145,11 +151,11 @@ class MicroaggregationStepImpl final : public MicroaggregationStep {
         comm, table, part.range, options.variables, blocks, block_method(parsed, file_scale(moments, parsed)));
     clock.lap("microaggregation");
 
-    // SSE/SST on z-scores of the original (population moments), with the rest of the battery.
+    // SSE/SST on z-scores of the original (population moments); `sdc utility` gives the whole battery.
     NumericColumns masked = original;
     masked.columns.clear();
     for (const auto& values : result.masked) masked.columns.emplace_back(values);
-    const utility::InformationLoss loss = loss_of(comm, original, masked);
+    const utility::SumOfSquares loss = loss_of(comm, original, masked);
     clock.lap("information loss");
     nlohmann::json histogram = nlohmann::json::object();
     for (std::size_t size = 0; size < result.group_size_histogram.size(); ++size)
@@ -299,14 +305,14 @@ class MicroaggregationStepImpl final : public MicroaggregationStep {
         return distributed::join_small_blocks(comm, stratum_of_records(comm, table, parsed.blocking.strata), min_block);
       case BlockingKind::kKdTree:
       case BlockingKind::kPrincipalAxisTree: {
-        const NumericData z = standardised_copy(x, moments);
+        const NumericData z = microaggregation::standardise(x, file_moments(moments, Divisor::kSample));
         return distributed::tree_blocks(comm, z.view(), options.block_max, parsed.k,
                                         parsed.blocking.kind == BlockingKind::kKdTree
                                             ? distributed::TreeCut::kCoordinate
                                             : distributed::TreeCut::kPrincipalAxis);
       }
       case BlockingKind::kPc1: {
-        const NumericData z = standardised_copy(x, moments);
+        const NumericData z = microaggregation::standardise(x, file_moments(moments, Divisor::kSample));
         const std::vector<double> component = first_component(moments);
         std::vector<double> score(n, 0.0);
         for (std::size_t j = 0; j < z.columns.size(); ++j)
@@ -347,12 +353,12 @@ class MicroaggregationStepImpl final : public MicroaggregationStep {
     return distributed::distributed_moments(comm, distance::moments_local(records_of(x, complete).view()));
   }
 
-  static utility::InformationLoss loss_of(const distributed::Communicator& comm, const NumericColumns& original,
-                                          const NumericColumns& masked) {
+  static utility::SumOfSquares loss_of(const distributed::Communicator& comm, const NumericColumns& original,
+                                       const NumericColumns& masked) {
     const auto complete = complete_records(original);
-    if (complete.size() == original.records()) return distributed::distributed_information_loss(comm, original, masked);
-    return distributed::distributed_information_loss(comm, records_of(original, complete).view(),
-                                                     records_of(masked, complete).view());
+    if (complete.size() == original.records()) return distributed::distributed_sum_of_squares(comm, original, masked);
+    return distributed::distributed_sum_of_squares(comm, records_of(original, complete).view(),
+                                                   records_of(masked, complete).view());
   }
 
   /// The grouping of one block by the chosen method (and the two-swap search), and the group whose
@@ -409,14 +415,7 @@ class MicroaggregationStepImpl final : public MicroaggregationStep {
   static std::optional<microaggregation::Moments> file_scale(const distance::Moments& moments,
                                                              const ParsedOptions& parsed) {
     if (parsed.blocking.kind == BlockingKind::kNone) return std::nullopt;
-    microaggregation::Moments scale;
-    const double n = static_cast<double>(moments.count);
-    for (Eigen::Index j = 0; j < moments.mean.size(); ++j) {
-      scale.mean.push_back(moments.mean(j));
-      // distance::Moments divides by n − 1; the information-loss convention is population moments.
-      scale.sd.push_back(n > 1.0 ? std::sqrt(moments.covariance(j, j) * (n - 1.0) / n) : 0.0);
-    }
-    return scale;
+    return file_moments(moments, Divisor::kPopulation);
   }
 
   distributed::BlockMicroaggregator block_method(const ParsedOptions& parsed,

@@ -192,6 +192,25 @@ Matrix centred_moments(const std::vector<ExactSum>& sums, const std::vector<Exac
   return moments;
 }
 
+/// SSE and SST on z-scores with the original's population moments: `centred[j]` = n·σ_j², and a
+/// constant variable adds to neither.
+SumOfSquares sum_of_squares_of(std::uint64_t records, const std::vector<ExactSum>& squared_difference,
+                               const std::vector<double>& centred, const std::vector<bool>& constant) {
+  SumOfSquares out;
+  out.records = records;
+  const auto n = static_cast<double>(records);
+  for (std::size_t j = 0; j < constant.size(); ++j) {
+    if (constant[j]) {
+      ++out.constant_variables;
+      continue;
+    }
+    out.sse += squared_difference[j].value() / (centred[j] / n);
+  }
+  out.sst = n * static_cast<double>(constant.size() - out.constant_variables);
+  out.il_percent = out.sst > 0.0 ? 100.0 * out.sse / out.sst : 0.0;
+  return out;
+}
+
 class DiscrepancyAccumulator {
  public:
   void add(double original, double masked, double weight = 1.0) {
@@ -429,17 +448,18 @@ InformationLoss information_loss_finalize(const InformationLossPartial& total, c
     square.merge(total.squared_difference[j]);
     relative.merge(total.relative_difference[j]);
     zeros += total.zero_original[j];
-    if (constant[j]) {
-      ++loss.constant_variables;
-      continue;
-    }
+    if (constant[j]) continue;
     const auto jj = static_cast<Index>(j);
-    loss.sse += total.squared_difference[j].value() / (moments(jj, jj) / n);
     loss.il1s_sum +=
         total.absolute_difference[j].value() / (std::numbers::sqrt2 * std::sqrt(moments(jj, jj) / (n - 1.0)));
   }
-  loss.sst = n * static_cast<double>(p - loss.constant_variables);
-  loss.il_percent = loss.sst > 0.0 ? 100.0 * loss.sse / loss.sst : 0.0;
+  std::vector<double> centred(p);
+  for (std::size_t j = 0; j < p; ++j) centred[j] = moments(static_cast<Index>(j), static_cast<Index>(j));
+  const SumOfSquares squares = sum_of_squares_of(total.records, total.squared_difference, centred, constant);
+  loss.sse = squares.sse;
+  loss.sst = squares.sst;
+  loss.il_percent = squares.il_percent;
+  loss.constant_variables = squares.constant_variables;
   const double cells = n * static_cast<double>(p);
   loss.values.entries = total.records * p;
   loss.values.zero_entries_skipped = zeros;
@@ -470,6 +490,79 @@ InformationLoss information_loss_finalize(const InformationLossPartial& total, c
 
   component_measures(loss, moments, moments_masked, options);
   return loss;
+}
+
+SumOfSquaresPartial sum_of_squares_local(const NumericColumns& original, const NumericColumns& masked) {
+  check_aligned(original, masked);
+  const std::size_t p = original.variables();
+  SumOfSquaresPartial partial;
+  partial.variables = p;
+  partial.records = original.row_ids.size();
+  partial.sum_original.resize(p);
+  partial.square_original.resize(p);
+  partial.squared_difference.resize(p);
+  partial.min_original.assign(p, kInfinity);
+  partial.max_original.assign(p, -kInfinity);
+  // The same terms as information_loss_local adds, so that the exact sums are the same.
+  tbb::parallel_for(tbb::blocked_range<std::size_t>(0, p, 1), [&](const tbb::blocked_range<std::size_t>& range) {
+    for (std::size_t j = range.begin(); j != range.end(); ++j) {
+      const auto x = original.columns[j];
+      const auto y = masked.columns[j];
+      ExactSum sum;
+      ExactSum square;
+      double low = kInfinity;
+      double high = -kInfinity;
+      for (std::size_t i = 0; i < x.size(); ++i) {
+        const double difference = std::fabs(x[i] - y[i]);
+        sum.add(x[i]);
+        square.add(difference * difference);
+        low = std::min(low, x[i]);
+        high = std::max(high, x[i]);
+      }
+      partial.sum_original[j] = std::move(sum);
+      partial.squared_difference[j] = std::move(square);
+      partial.square_original[j] = cross_product_sum(x, x);
+      partial.min_original[j] = low;
+      partial.max_original[j] = high;
+    }
+  });
+  return partial;
+}
+
+void sum_of_squares_merge(SumOfSquaresPartial& into, const SumOfSquaresPartial& from) {
+  if (into.variables == 0 && into.records == 0 && from.variables != 0) {
+    into = from;
+    return;
+  }
+  SDC_CHECK(into.variables == from.variables, "sums of squares: partials of the same variables are merged");
+  into.records += from.records;
+  merge_sums(into.sum_original, from.sum_original);
+  merge_sums(into.square_original, from.square_original);
+  merge_sums(into.squared_difference, from.squared_difference);
+  for (std::size_t j = 0; j < into.variables; ++j) {
+    into.min_original[j] = std::min(into.min_original[j], from.min_original[j]);
+    into.max_original[j] = std::max(into.max_original[j], from.max_original[j]);
+  }
+}
+
+SumOfSquares sum_of_squares_finalize(const SumOfSquaresPartial& total) {
+  if (total.records < 2) throw InvalidInput("information loss: the files need at least two records");
+  const std::size_t p = total.variables;
+  const auto n = static_cast<double>(total.records);
+  // The diagonal of centred_moments, with its rule for constant variables.
+  std::vector<bool> constant(p);
+  std::vector<double> centred(p, 0.0);
+  for (std::size_t j = 0; j < p; ++j) {
+    constant[j] = total.min_original[j] == total.max_original[j];
+    if (constant[j]) continue;
+    const DoubleDouble sum = to_double_double(total.sum_original[j]);
+    centred[j] = subtract(to_double_double(total.square_original[j]), divide(multiply(sum, sum), n));
+    if (!(centred[j] > 0.0)) {
+      constant[j] = true;
+      centred[j] = 0.0;
+    }
+  }
+  return sum_of_squares_of(total.records, total.squared_difference, centred, constant);
 }
 
 }  // namespace sdc::utility

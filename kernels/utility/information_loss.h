@@ -130,4 +130,30 @@ struct InformationLoss {
 InformationLoss information_loss_finalize(const InformationLossPartial& total,
                                           const InformationLossOptions& options = {});
 
+/// SSE/SST alone (what a microaggregation report states), in the same shape: the battery's sse, sst,
+/// il_percent and constant_variables bit for bit, from a third of its sums (per variable Σx, Σx²,
+/// Σ(x − x')², and the original's min and max; no cross products, nothing of the masked file alone).
+struct SumOfSquaresPartial {
+  std::size_t variables = 0;
+  std::uint64_t records = 0;
+  std::vector<ExactSum> sum_original;        ///< Σx per variable
+  std::vector<ExactSum> square_original;     ///< Σx² per variable, each product with its rounding error
+  std::vector<ExactSum> squared_difference;  ///< Σ(x − x')² per variable
+  std::vector<double> min_original, max_original;
+};
+
+struct SumOfSquares {
+  std::uint64_t records = 0;
+  double sse = 0.0;
+  double sst = 0.0;
+  double il_percent = 0.0;
+  std::size_t constant_variables = 0;
+};
+
+/// Local step; the same alignment rules and errors as information_loss_local.
+SumOfSquaresPartial sum_of_squares_local(const NumericColumns& original, const NumericColumns& masked);
+void sum_of_squares_merge(SumOfSquaresPartial& into, const SumOfSquaresPartial& from);
+/// Finalize step: needs at least two records in total.
+SumOfSquares sum_of_squares_finalize(const SumOfSquaresPartial& total);
+
 }  // namespace sdc::utility

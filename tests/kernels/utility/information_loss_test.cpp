@@ -218,6 +218,38 @@ TEST(AnInformationLoss, CountsNothingForAConstantColumnInSseOrSst) {
   EXPECT_EQ(loss.covariances.zero_entries_skipped, 2U);
 }
 
+TEST(ASumOfSquares, HasTheBatterysSseSstAndConstantsBitForBitInAnySplit) {
+  NumericData original, masked;
+  make_noisy_files(301, original, masked);
+  // A fifth variable constant in the original, and one whose spread is far below its mean.
+  original.columns.push_back(std::vector<double>(301, 7.25));
+  masked.columns.push_back(std::vector<double>(301, 7.0));
+  original.columns.push_back(original.columns[1]);
+  for (double& x : original.columns.back()) x += 1.0e15;
+  masked.columns.push_back(original.columns.back());
+  for (auto* data : {&original, &masked}) {
+    data->names.push_back("constant");
+    data->names.push_back("shifted");
+  }
+  const InformationLoss battery = one_block(original, masked);
+  for (const std::vector<std::size_t>& cuts :
+       std::vector<std::vector<std::size_t>>{{0, 301}, {0, 1, 301}, {0, 7, 64, 200, 300, 301}}) {
+    SumOfSquaresPartial total;
+    for (std::size_t b = 0; b + 1 < cuts.size(); ++b)
+      sum_of_squares_merge(total, sum_of_squares_local(slice(original, cuts[b], cuts[b + 1]).view(),
+                                                       slice(masked, cuts[b], cuts[b + 1]).view()));
+    const SumOfSquares squares = sum_of_squares_finalize(total);
+    SCOPED_TRACE(::testing::Message() << "blocks " << cuts.size() - 1);
+    EXPECT_EQ(squares.records, 301U);
+    EXPECT_EQ(bits(squares.sse), bits(battery.sse));
+    EXPECT_EQ(bits(squares.sst), bits(battery.sst));
+    EXPECT_EQ(bits(squares.il_percent), bits(battery.il_percent));
+    EXPECT_EQ(squares.constant_variables, battery.constant_variables);
+  }
+  EXPECT_EQ(battery.constant_variables, 1U);
+  EXPECT_GT(battery.sse, 0.0);
+}
+
 TEST(AnInformationLoss, KeepsTheSpreadOfVariablesWithLargeMeans) {
   NumericData original = make_data({{1, 2, 3, 4}, {2, 4, 6, 9}});
   NumericData masked = make_data({{1.5, 1.5, 3.5, 3.5}, {3, 3, 7.5, 7.5}});
