@@ -16,6 +16,11 @@ io::Hdf5WriteOptions data_output_options(const RunContext& context, const std::o
   return options;
 }
 
+StepFrame::StepFrame(const RunContext& context, const std::string& method, nlohmann::json parameters, bool coordinator)
+    : report(context), step(report.add_step(method)), timer(step), clock(method, coordinator) {
+  step.parameters = std::move(parameters);
+}
+
 PhaseClock::PhaseClock(std::string method, bool enabled)
     : method_(std::move(method)), enabled_(enabled), last_(std::chrono::steady_clock::now()) {}
 

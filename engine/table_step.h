@@ -37,6 +37,22 @@ class PhaseClock {
   std::chrono::steady_clock::time_point last_;
 };
 
+/// What every step's run opens with: its report holding one step record with the step's parameters,
+/// the step's wall-time timer and the debug clock of its phases. Unpack it where the step starts:
+///   StepFrame frame(context, "pram", parameters(), comm.is_coordinator());
+///   auto& [report, step, timer, clock] = frame;
+/// Neither copied nor moved: the timer holds the record.
+struct StepFrame {
+  StepFrame(const RunContext& context, const std::string& method, nlohmann::json parameters, bool coordinator);
+  StepFrame(const StepFrame&) = delete;
+  StepFrame& operator=(const StepFrame&) = delete;
+
+  RunReport report;
+  StepRecord& step;
+  StepTimer timer;
+  PhaseClock clock;
+};
+
 /// A step's input, read and identified.
 /// An input a step reads besides its table ("external", "masked"), by the name of its flag.
 struct NamedInput {

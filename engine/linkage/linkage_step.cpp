@@ -60,11 +60,8 @@ class LinkageStepImpl final : public LinkageStep {
     if (options.output) io::ensure_output_directory_writable(*options.output);
     io::Hdf5WriteOptions write_options = data_output_options(context, options.filters);
 
-    RunReport report(context);
-    StepRecord& step = report.add_step("linkage");
-    StepTimer timer(step);
-    step.parameters = parameters();
-    PhaseClock clock("linkage", comm.is_coordinator());
+    StepFrame frame(context, "linkage", parameters(), comm.is_coordinator());
+    auto& [report, step, timer, clock] = frame;
     OpenedTable opened =
         open_table_step(comm, context, options.input, std::nullopt, {"", "linkage", step.parameters, {}, {}, {}},
                         write_options, clock, OutputRelease::kAnalysis, {{"masked", options.masked}});

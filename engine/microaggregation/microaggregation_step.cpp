@@ -112,11 +112,8 @@ class MicroaggregationStepImpl final : public MicroaggregationStep {
     io::ensure_output_directory_writable(options.output);
     io::Hdf5WriteOptions write_options = data_output_options(context, options.filters);
 
-    RunReport report(context);
-    StepRecord& step = report.add_step("microaggregate");
-    StepTimer timer(step);
-    step.parameters = parameters();
-    PhaseClock clock("microaggregate", comm.is_coordinator());
+    StepFrame frame(context, "microaggregate", parameters(), comm.is_coordinator());
+    auto& [report, step, timer, clock] = frame;
     OpenedTable opened = open_table_step(comm, context, options.input, std::nullopt,
                                          {"", "microaggregate", step.parameters, {}, std::nullopt, {}}, write_options,
                                          clock, OutputRelease::kMasked);

@@ -220,10 +220,8 @@ class PramStepImpl final : public PramStep {
     io::Hdf5WriteOptions write_options = data_output_options(context, options.filters);
     const io::Seed seed = io::require_seed(options.seed_file, "pram");
 
-    RunReport report(context);
-    StepRecord& step = report.add_step("pram");
-    StepTimer timer(step);
-    step.parameters = parameters(flags);
+    StepFrame frame(context, "pram", parameters(flags), comm.is_coordinator());
+    auto& [report, step, timer, clock] = frame;
     report.set_seed_fingerprint(seed.fingerprint());
 
     // A user matrix is a parameter: its content, not only its path, identifies the step.
@@ -232,7 +230,6 @@ class PramStepImpl final : public PramStep {
       identity["matrix-file-sha256"][name] =
           io::sha256_hex(io::read_input_file(file, "--matrix-file", io::kMaxTextInputBytes));
     }
-    PhaseClock clock("pram", comm.is_coordinator());
     OpenedTable opened =
         open_table_step(comm, context, options.input, std::nullopt,
                         {"", "pram", identity, {StepId::kPramMatrix, StepId::kPram}, seed.fingerprint(), {}},

@@ -133,17 +133,14 @@ class RiskStepImpl final : public RiskStep {
       seed = io::require_seed(options.seed_file, "risk");
     }
 
-    RunReport report(context);
-    StepRecord& step = report.add_step("risk");
-    StepTimer timer(step);
-    step.parameters = parameters();
+    StepFrame frame(context, "risk", parameters(), comm.is_coordinator());
+    auto& [report, step, timer, clock] = frame;
     if (seed) report.set_seed_fingerprint(seed->fingerprint());
 
     std::vector<NamedInput> other_inputs;
     for (const auto& measure : measures)
       if (measure->enabled())
         for (NamedInput& input : measure->inputs()) other_inputs.push_back(std::move(input));
-    PhaseClock clock("risk", comm.is_coordinator());
     OpenedTable opened = open_table_step(
         comm, context, options.input, options.household,
         {"", "risk", step.parameters, draws, seed ? std::optional<std::string>(seed->fingerprint()) : std::nullopt, {}},

@@ -40,13 +40,12 @@ class UtilityStepImpl final : public UtilityStep {
   void run(const RunContext& context) override {
     const auto comm = distributed::Communicator::world();
 
-    RunReport report(context);
-    StepRecord& step = report.add_step("utility");
-    StepTimer timer(step);
-    step.parameters = {{"variables", options.variables},
-                       {"id", options.id ? nlohmann::json(*options.id) : nlohmann::json(nullptr)},
-                       {"component-weights", options.component_weights}};
-    PhaseClock clock("utility", comm.is_coordinator());
+    StepFrame frame(context, "utility",
+                    {{"variables", options.variables},
+                     {"id", options.id ? nlohmann::json(*options.id) : nlohmann::json(nullptr)},
+                     {"component-weights", options.component_weights}},
+                    comm.is_coordinator());
+    auto& [report, step, timer, clock] = frame;
     io::Hdf5WriteOptions unused_write_options;
     OpenedTable opened =
         open_table_step(comm, context, options.input, std::nullopt, {"", "utility", step.parameters, {}, {}, {}},
