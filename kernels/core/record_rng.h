@@ -37,6 +37,8 @@ enum class StepId : std::uint64_t {
   kPramMatrix = 13,  ///< the reference construction's diagonal d_k ~ U(pd, 1) (unit = category; draw = stratum id;
                      ///< replicate = the variable's position in the step)
   kPram = 14,        ///< a record's released category (unit = record; draw = the variable's position in the step)
+  // Swapping (kernels/swapping/, docs/swapping.md).
+  kRankSwap = 15,  ///< rank swapping's partner of sorted position j (unit = its record; draw = the variable's position)
 };
 
 /// The four counter words. `unit` is a global id: record (row id), household, cell or tree node.

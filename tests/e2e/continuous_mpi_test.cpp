@@ -1,6 +1,6 @@
-// `sdc microaggregate`, `sdc linkage` and `sdc utility` under mpirun: equal output digests and equal
-// report results for 1, 2 and 3 ranks and 1 or 2 threads on a generated census, for every blocking;
-// every group holds at least k records.
+// `sdc microaggregate`, `sdc linkage`, `sdc utility` and `sdc swap rank` under mpirun: equal output
+// digests and equal report results for 1, 2 and 3 ranks and 1 or 2 threads on a generated census, for
+// every blocking and both rank-swap modes; every group holds at least k records.
 
 #include <gtest/gtest.h>
 
@@ -27,7 +27,8 @@ class AContinuousMpiRun : public ::testing::Test {
 
   /// Runs `args` (after --threads) for every run shape; expects equal digests of `output` (when given)
   /// and equal results; returns the results of the first run.
-  nlohmann::json expect_invariant(const std::string& label, const std::vector<std::string>& args, bool has_output) {
+  nlohmann::json expect_invariant(const std::string& label, const std::vector<std::string>& args, bool has_output,
+                                  const std::map<std::string, std::string>& environment = {}) {
     std::vector<std::string> digests;
     std::vector<nlohmann::json> results;
     for (const auto& [ranks, threads] : kRunShapes) {
@@ -38,7 +39,7 @@ class AContinuousMpiRun : public ::testing::Test {
       argv.insert(argv.end(), args.begin(), args.end());
       if (has_output) argv.insert(argv.end(), {"-o", output.string()});
       argv.insert(argv.end(), {"--report", report.string()});
-      const auto result = run_sdc_mpi(ranks, argv);
+      const auto result = run_sdc_mpi(ranks, argv, environment);
       EXPECT_EQ(result.exit_code, 0) << label << ", " << ranks << " ranks, " << threads << " threads:\n" << result.err;
       if (result.exit_code != 0) return {};
       EXPECT_EQ(validate_report(report), "");
@@ -126,6 +127,21 @@ TEST_F(AContinuousMpiRun, LinksAndMeasuresAMicroaggregatedFileAlikeForAnyRankAnd
   const auto utility = expect_invariant(
       "utility", {"utility", "-i", census_.string(), "--masked", masked.string(), "--variables", kVariables}, false);
   if (!utility.is_null()) std::printf("utility: il_percent %.6f\n", utility["il_percent"].get<double>());
+}
+
+TEST_F(AContinuousMpiRun, RankSwapsAlikeForAnyRankAndThreadCountInBothModes) {
+  const auto native = expect_invariant(
+      "swap-rank-native", {"swap", "rank", "-i", census_.string(), "--variables", kVariables, "--window-percent", "2"},
+      true, {{"SDC_SEED", "20261126"}});
+  const auto compat = expect_invariant("swap-rank-compat",
+                                       {"swap", "rank", "-i", census_.string(), "--variables", kVariables, "--mode",
+                                        "compat", "--reference-seed", "20261126"},
+                                       true);
+  for (const auto* results : {&native, &compat}) {
+    ASSERT_FALSE(results->is_null());
+    ASSERT_EQ((*results)["variables"].size(), 3U);
+    for (const auto& variable : (*results)["variables"]) EXPECT_GT(variable["swapped_pairs"].get<int>(), 1000);
+  }
 }
 
 }  // namespace

@@ -1,0 +1,76 @@
+// `sdc swap rank`: the flags of the rank-swapping step (engine/swapping/rank_swap_step.h,
+// docs/swapping.md). `swap` groups the swapping methods; each subcommand is one step.
+
+#include "engine/checkpoint.h"
+#include "engine/cli/commands.h"
+#include "engine/swapping/rank_swap_step.h"
+
+namespace sdc::engine {
+namespace {
+
+class SwapCommand final : public Command {
+ public:
+  CLI::App* add_to(CLI::App& parent) override {
+    auto* swap = parent.add_subcommand("swap", "swapping of values between records (docs/swapping.md)");
+    swap->require_subcommand(1);
+    auto* rank = swap->add_subcommand(
+        "rank",
+        "rank swapping of numeric variables: each value is exchanged with one of a nearby rank, after the top and "
+        "bottom values are coded to their means (docs/swapping.md)");
+    add_input_option(*rank, paths_, rank_.input);
+    add_output_option(*rank, paths_, rank_.output);
+    add_report_option(*rank, paths_, rank_.report);
+    add_variable_list_option(*rank, "--variables", rank_.variables, "continuous variables to swap, each on its own")
+        ->required();
+    rank->add_option("--top-percent", rank_.top_percent,
+                     "the largest values replaced by their mean before swapping, in percent (default 5)")
+        ->check(CLI::Range(0.0, 100.0))
+        ->type_name("PCT");
+    rank->add_option("--bottom-percent", rank_.bottom_percent,
+                     "the smallest values replaced by their mean before swapping, in percent (default 5)")
+        ->check(CLI::Range(0.0, 100.0))
+        ->type_name("PCT");
+    rank->add_option("--window-fraction", rank_.window_fraction,
+                     "the window of partners as a fraction of the values swapped (the reference's P)")
+        ->check(CLI::PositiveNumber)
+        ->type_name("P");
+    rank->add_option("--window-percent", rank_.window_percent,
+                     "the window of partners in percent of the values swapped (0 < PCT <= 100)")
+        ->check(CLI::Range(0.0, 100.0))
+        ->type_name("PCT");
+    rank->add_option("--r0", rank_.r0,
+                     "the window from the correlation to keep between original and swapped values (default 0.95)")
+        ->check(CLI::Range(0.0, 1.0))
+        ->type_name("R0");
+    rank->add_option("--k0", rank_.k0, "the window from the relative change of the mean to allow")
+        ->check(CLI::PositiveNumber)
+        ->type_name("K0");
+    add_mode_option(*rank, rank_.mode);
+    rank->add_option("--reference-seed", rank_.reference_seed,
+                     "--mode compat: the seed of the reference's taus88 stream (0 to 4294967295)")
+        ->check(whole_number_in(0, 4'294'967'295))
+        ->type_name("N");
+    add_seed_option(*rank, paths_, rank_.seed_file);
+    paths_.declare("--output's checkpoint", io::PathAccess::kWrite, [this] {
+      return rank_.output.empty() ? std::vector<std::filesystem::path>{}
+                                  : std::vector<std::filesystem::path>{checkpoint_path(rank_.output)};
+    });
+    rank->add_option("--filters", rank_.filters,
+                     "HDF5 filters of the output: none, shuffle, deflate=N or shuffle,deflate=N");
+    rank->add_flag("--resume", rank_.resume,
+                   "skip the step when the output exists and was made from the same input, parameters and seed");
+    return swap;
+  }
+
+  Step& step() override { return *rank_step_; }
+
+ private:
+  std::unique_ptr<RankSwapStep> rank_step_ = make_rank_swap_step();
+  RankSwapStepOptions& rank_ = rank_step_->options;
+};
+
+}  // namespace
+
+std::unique_ptr<Command> make_swap_command() { return std::make_unique<SwapCommand>(); }
+
+}  // namespace sdc::engine
