@@ -33,6 +33,10 @@ bool launched_as_mpi_rank() {
 
 MpiRuntime::MpiRuntime(int& argc, char**& argv) {
   if (!launched_as_mpi_rank()) return;
+  // MPI_Init maps the node with hwloc, whose GL component probes X displays :0 to :9 and resolves
+  // "localhost" for each; on a machine without /etc/hosts every lookup goes to DNS and the last one
+  // waits out its 5 s timeout, on every rank. The engine needs no GPU topology. A user's own setting wins.
+  setenv("HWLOC_COMPONENTS", "-gl", 0);
   int provided = 0;
   check(MPI_Init_thread(&argc, &argv, MPI_THREAD_FUNNELED, &provided), "MPI_Init_thread");
   // An error inside an MPI call returns a code instead of aborting, so that it becomes our error.

@@ -5,6 +5,8 @@
 #include <map>
 #include <set>
 
+#include "engine/checkpoint.h"
+
 namespace sdc::engine {
 
 void add_input_option(CLI::App& app, PathFlags& paths, std::filesystem::path& input, bool positional) {
@@ -37,6 +39,20 @@ void add_id_option(CLI::App& app, std::optional<std::string>& id) {
 void add_report_option(CLI::App& app, PathFlags& paths, std::optional<std::filesystem::path>& report) {
   app.add_option("--report", report, "JSON run report (docs/report-schema.json)")->type_name("FILE.json");
   paths.writes("--report", report);
+}
+
+void add_filters_option(CLI::App& app, std::string& filters) {
+  app.add_option("--filters", filters, "HDF5 filters of the output: none, shuffle, deflate=N or shuffle,deflate=N");
+}
+
+void add_resume_flag(CLI::App& app, PathFlags& paths, const std::filesystem::path& output, bool& resume, bool seeded) {
+  paths.declare("--output's checkpoint", io::PathAccess::kWrite, [&output] {
+    return output.empty() ? std::vector<std::filesystem::path>{}
+                          : std::vector<std::filesystem::path>{checkpoint_path(output)};
+  });
+  app.add_flag("--resume", resume,
+               seeded ? "skip the step when the output exists and was made from the same input, parameters and seed"
+                      : "skip the step when the output exists and was made from the same input and parameters");
 }
 
 void add_seed_option(CLI::App& app, PathFlags& paths, std::optional<std::filesystem::path>& seed_file) {

@@ -28,6 +28,11 @@ void add_masked_option(CLI::App& app, PathFlags& paths, std::filesystem::path& m
 void add_id_option(CLI::App& app, std::optional<std::string>& id);
 /// `--report FILE.json`. Optional; declared written.
 void add_report_option(CLI::App& app, PathFlags& paths, std::optional<std::filesystem::path>& report);
+/// `--filters F`: the HDF5 filters of a step's data output (docs/format.md).
+void add_filters_option(CLI::App& app, std::string& filters);
+/// `--resume`, and the output's checkpoint (<output>.checkpoint.json) declared written: a step that
+/// skips itself when `output` was made from the same input, parameters (and seed, when `seeded`).
+void add_resume_flag(CLI::App& app, PathFlags& paths, const std::filesystem::path& output, bool& resume, bool seeded);
 /// `--seed-file FILE`: the seed of every random draw; else the SDC_SEED environment variable. Declared read.
 void add_seed_option(CLI::App& app, PathFlags& paths, std::optional<std::filesystem::path>& seed_file);
 /// A comma-separated variable list, e.g. `--keys a,b,c`. A variable given twice is an error

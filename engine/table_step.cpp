@@ -16,6 +16,19 @@ io::Hdf5WriteOptions data_output_options(const RunContext& context, const std::o
   return options;
 }
 
+ContinuousColumns continuous_columns(const Table& table, const std::vector<std::string>& variables) {
+  ContinuousColumns out;
+  out.row_ids.resize(static_cast<std::size_t>(table.row_count()));
+  for (std::size_t i = 0; i < out.row_ids.size(); ++i)
+    out.row_ids[i] = table.first_row_id() + static_cast<std::int64_t>(i);
+  for (const auto& name : variables) {
+    out.columns.names.push_back(name);
+    out.columns.columns.push_back(table.require(name, VariableType::kContinuous).values());
+  }
+  out.columns.row_ids = out.row_ids;
+  return out;
+}
+
 StepFrame::StepFrame(const RunContext& context, const std::string& method, nlohmann::json parameters, bool coordinator)
     : report(context), step(report.add_step(method)), timer(step), clock(method, coordinator) {
   step.parameters = std::move(parameters);

@@ -17,6 +17,7 @@
 #include "engine/report/run_report.h"
 #include "engine/run_context.h"
 #include "io/hdf5_table.h"
+#include "kernels/core/numeric_columns.h"
 
 namespace sdc::engine {
 
@@ -36,6 +37,20 @@ class PhaseClock {
   bool enabled_;
   std::chrono::steady_clock::time_point last_;
 };
+
+/// Continuous variables of a table as the continuous kernels take them, with their global row ids.
+struct ContinuousColumns {
+  ContinuousColumns() = default;
+  ContinuousColumns(ContinuousColumns&&) = default;  // the vector's storage moves with it: the views stay valid
+  ContinuousColumns(const ContinuousColumns&) = delete;
+  ContinuousColumns& operator=(const ContinuousColumns&) = delete;
+
+  std::vector<std::int64_t> row_ids;
+  NumericColumns columns;  ///< views into the table and into row_ids; keep both alive
+};
+
+/// Throws InvalidInput naming the table and the variable when one is absent or not continuous.
+ContinuousColumns continuous_columns(const Table& table, const std::vector<std::string>& variables);
 
 /// What every step's run opens with: its report holding one step record with the step's parameters,
 /// the step's wall-time timer and the debug clock of its phases. Unpack it where the step starts:

@@ -93,8 +93,7 @@ class GenerateCommand final : public CommandStep {
     add_seed_option(*census_, paths_, census_flags_.seed_file);
     add_output_option(*census_, paths_, census_flags_.output);
     add_report_option(*census_, paths_, census_flags_.report);
-    census_->add_option("--filters", census_flags_.filters,
-                        "HDF5 filters of the output: none, shuffle, deflate=N or shuffle,deflate=N");
+    add_filters_option(*census_, census_flags_.filters);
     return generate;
   }
 

@@ -62,8 +62,7 @@ class LinkageCommand final : public Command {
             },
             "PERCENT"))
         ->type_name("P");
-    app->add_option("--filters", options_.filters,
-                    "HDF5 filters of the output: none, shuffle, deflate=N or shuffle,deflate=N");
+    add_filters_option(*app, options_.filters);
     return app;
   }
 

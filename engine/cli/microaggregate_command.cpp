@@ -1,7 +1,6 @@
 // `sdc microaggregate`: the flags of the microaggregation step (engine/microaggregation/microaggregation_step.h,
 // docs/microaggregation.md).
 
-#include "engine/checkpoint.h"
 #include "engine/cli/commands.h"
 #include "engine/microaggregation/microaggregation_step.h"
 
@@ -49,14 +48,8 @@ class MicroaggregateCommand final : public Command {
                     "the most passes of the two-swap search (one exchange per pass; default 100000)")
         ->check(whole_number_in(1, kMaxCount))
         ->type_name("N");
-    paths_.declare("--output's checkpoint", io::PathAccess::kWrite, [this] {
-      return options_.output.empty() ? std::vector<std::filesystem::path>{}
-                                     : std::vector<std::filesystem::path>{checkpoint_path(options_.output)};
-    });
-    app->add_option("--filters", options_.filters,
-                    "HDF5 filters of the output: none, shuffle, deflate=N or shuffle,deflate=N");
-    app->add_flag("--resume", options_.resume,
-                  "skip the step when the output exists and was made from the same input and parameters");
+    add_filters_option(*app, options_.filters);
+    add_resume_flag(*app, paths_, options_.output, options_.resume, false);
     return app;
   }
 

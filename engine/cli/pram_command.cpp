@@ -1,6 +1,5 @@
 // `sdc pram`: the flags of the pram step (engine/perturbation/pram_step.h, docs/pram.md).
 
-#include "engine/checkpoint.h"
 #include "engine/cli/commands.h"
 #include "engine/perturbation/pram_step.h"
 
@@ -41,10 +40,6 @@ class PramCommand final : public Command {
         ->delimiter(',')
         ->allow_extra_args(false)
         ->type_name("VAR=FILE[,VAR=FILE...]");
-    paths_.declare("--output's checkpoint", io::PathAccess::kWrite, [this] {
-      return options_.output.empty() ? std::vector<std::filesystem::path>{}
-                                     : std::vector<std::filesystem::path>{checkpoint_path(options_.output)};
-    });
     paths_.declare("--matrix-file", io::PathAccess::kRead, [this] {
       std::vector<std::filesystem::path> files;
       for (const auto& entry : options_.matrix_files)
@@ -65,10 +60,8 @@ class PramCommand final : public Command {
         ->check(CLI::PositiveNumber)
         ->type_name("TAU");
     add_seed_option(*app, paths_, options_.seed_file);
-    app->add_option("--filters", options_.filters,
-                    "HDF5 filters of the output: none, shuffle, deflate=N or shuffle,deflate=N");
-    app->add_flag("--resume", options_.resume,
-                  "skip the step when the output exists and was made from the same input, parameters and seed");
+    add_filters_option(*app, options_.filters);
+    add_resume_flag(*app, paths_, options_.output, options_.resume, true);
     return app;
   }
 

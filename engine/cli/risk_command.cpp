@@ -68,8 +68,7 @@ class RiskCommand final : public Command {
         ->type_name("C");
     for (auto& measure : measures_) measure->add_options(*app, paths_);
     add_seed_option(*app, paths_, options_.seed_file);
-    app->add_option("--filters", options_.filters,
-                    "HDF5 filters of the output: none, shuffle, deflate=N or shuffle,deflate=N");
+    add_filters_option(*app, options_.filters);
     app->add_flag("--resume", options_.resume,
                   "skip the step when the output exists and was made from the same input, parameters and seed");
     return app;

@@ -1,7 +1,6 @@
 // `sdc swap rank`: the flags of the rank-swapping step (engine/swapping/rank_swap_step.h,
 // docs/swapping.md). `swap` groups the swapping methods; each subcommand is one step.
 
-#include "engine/checkpoint.h"
 #include "engine/cli/commands.h"
 #include "engine/swapping/rank_swap_step.h"
 
@@ -51,14 +50,8 @@ class SwapCommand final : public Command {
         ->check(whole_number_in(0, 4'294'967'295))
         ->type_name("N");
     add_seed_option(*rank, paths_, rank_.seed_file);
-    paths_.declare("--output's checkpoint", io::PathAccess::kWrite, [this] {
-      return rank_.output.empty() ? std::vector<std::filesystem::path>{}
-                                  : std::vector<std::filesystem::path>{checkpoint_path(rank_.output)};
-    });
-    rank->add_option("--filters", rank_.filters,
-                     "HDF5 filters of the output: none, shuffle, deflate=N or shuffle,deflate=N");
-    rank->add_flag("--resume", rank_.resume,
-                   "skip the step when the output exists and was made from the same input, parameters and seed");
+    add_filters_option(*rank, rank_.filters);
+    add_resume_flag(*rank, paths_, rank_.output, rank_.resume, true);
     return swap;
   }
 

@@ -54,17 +54,4 @@ Table read_masked_part(const distributed::Communicator& comm, const TablePart& o
   return part;
 }
 
-ContinuousColumns continuous_columns(const Table& table, const std::vector<std::string>& variables) {
-  ContinuousColumns out;
-  out.row_ids.resize(static_cast<std::size_t>(table.row_count()));
-  for (std::size_t i = 0; i < out.row_ids.size(); ++i)
-    out.row_ids[i] = table.first_row_id() + static_cast<std::int64_t>(i);
-  for (const auto& name : variables) {
-    out.columns.names.push_back(name);
-    out.columns.columns.push_back(table.require(name, VariableType::kContinuous).values());
-  }
-  out.columns.row_ids = out.row_ids;
-  return out;
-}
-
 }  // namespace sdc::engine

@@ -11,7 +11,6 @@
 
 #include "distributed/comm.h"
 #include "engine/partitioned_table.h"
-#include "kernels/core/numeric_columns.h"
 
 namespace sdc::engine {
 
@@ -22,19 +21,5 @@ namespace sdc::engine {
 Table read_masked_part(const distributed::Communicator& comm, const TablePart& original,
                        const std::filesystem::path& masked, const std::vector<std::string>& variables,
                        const std::optional<std::string>& id_variable);
-
-/// Continuous variables of a table as the continuous kernels take them, with their global row ids.
-struct ContinuousColumns {
-  ContinuousColumns() = default;
-  ContinuousColumns(ContinuousColumns&&) = default;  // the vector's storage moves with it: the views stay valid
-  ContinuousColumns(const ContinuousColumns&) = delete;
-  ContinuousColumns& operator=(const ContinuousColumns&) = delete;
-
-  std::vector<std::int64_t> row_ids;
-  NumericColumns columns;  ///< views into the table and into row_ids; keep both alive
-};
-
-/// Throws InvalidInput naming the table and the variable when one is absent or not continuous.
-ContinuousColumns continuous_columns(const Table& table, const std::vector<std::string>& variables);
 
 }  // namespace sdc::engine

@@ -123,14 +123,8 @@ class MicroaggregationStepImpl final : public MicroaggregationStep {
     TablePart& part = opened.part;
     Table& table = part.table;
 
-    NumericColumns original;
-    for (const auto& name : options.variables) {
-      original.names.push_back(name);
-      original.columns.push_back(table.require(name, VariableType::kContinuous).values());
-    }
-    std::vector<std::int64_t> row_ids(static_cast<std::size_t>(table.row_count()));
-    for (std::size_t i = 0; i < row_ids.size(); ++i) row_ids[i] = table.first_row_id() + static_cast<std::int64_t>(i);
-    original.row_ids = row_ids;
+    const ContinuousColumns continuous = continuous_columns(table, options.variables);
+    const NumericColumns& original = continuous.columns;
     check_values(comm, table, original, parsed);
     if (part.summary.row_count < 2)
       throw InvalidInput(options.input.string() + ": " + std::to_string(part.summary.row_count) +

@@ -51,16 +51,9 @@ class RankSwapStepImpl final : public RankSwapStep {
     TablePart& part = opened.part;
     Table& table = part.table;
 
-    NumericColumns x;
-    for (const auto& name : options.variables) {
-      x.names.push_back(name);
-      x.columns.push_back(table.require(name, VariableType::kContinuous).values());
-    }
-    std::vector<std::int64_t> row_ids(static_cast<std::size_t>(table.row_count()));
-    for (std::size_t i = 0; i < row_ids.size(); ++i) row_ids[i] = table.first_row_id() + static_cast<std::int64_t>(i);
-    x.row_ids = row_ids;
+    const ContinuousColumns x = continuous_columns(table, options.variables);
     const distributed::RankSwappedPart result =
-        distributed::rank_swap_variables(comm, x, part.range, swap_options, seed ? seed->value : 0,
+        distributed::rank_swap_variables(comm, x.columns, part.range, swap_options, seed ? seed->value : 0,
                                          static_cast<std::uint32_t>(options.reference_seed.value_or(0)));
     clock.lap("swap");
 

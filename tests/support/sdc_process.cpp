@@ -91,7 +91,11 @@ int wait_for(int pid) {
 
 std::map<std::string, std::string> mpi_environment(const std::map<std::string, std::string>& extra) {
   std::map<std::string, std::string> environment{
-      {"OMPI_ALLOW_RUN_AS_ROOT", "1"}, {"OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1"}, {"OMP_WAIT_POLICY", "passive"}};
+      {"OMPI_ALLOW_RUN_AS_ROOT", "1"},
+      {"OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1"},
+      {"OMP_WAIT_POLICY", "passive"},
+      // mpirun maps the node with hwloc too (distributed/comm.cpp says why its GL component goes).
+      {"HWLOC_COMPONENTS", "-gl"}};
   for (const auto& [key, value] : extra) environment[key] = value;
   return environment;
 }
