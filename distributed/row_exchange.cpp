@@ -17,6 +17,16 @@ Column::Storage empty_like(const Column& column) {
 
 }  // namespace
 
+Table numeric_table(std::vector<std::vector<double>> values, std::int64_t rows, std::int64_t first_row_id) {
+  Table table("", rows, first_row_id);
+  for (std::size_t j = 0; j < values.size(); ++j) {
+    VariableInfo info;
+    info.name = "c" + std::to_string(j);
+    table.add_column(Column::continuous(std::move(info), std::move(values[j])));
+  }
+  return table;
+}
+
 MovedRows exchange_rows(const Communicator& comm, const Table& table, std::span<const std::int64_t> row_ids,
                         std::span<const int> destination, std::int64_t first_row_id,
                         std::span<const std::int64_t> tags) {

@@ -19,6 +19,10 @@ struct MovedRows {
   std::vector<std::int64_t> tags;     ///< the tag each row travelled with (empty when none were given)
 };
 
+/// A table of continuous columns named c0, c1, ... holding `values` (values[j][i]), `rows` rows from
+/// `first_row_id`: numbers on their way between ranks.
+Table numeric_table(std::vector<std::vector<double>> values, std::int64_t rows, std::int64_t first_row_id);
+
 /// Collective. Sends row i of `table` (global row id `row_ids[i]`, and `tags[i]` when tags are given)
 /// to rank `destination[i]`. The received table's first_row_id() is `first_row_id` (meaningful when
 /// the rows are contiguous).

@@ -15,17 +15,6 @@ namespace {
 
 constexpr const char* kGroupColumn = "group_id";
 
-/// A table of `columns` continuous columns named c0, c1, ... holding `values` (values[j][i]).
-Table numeric_table(std::vector<std::vector<double>> values, std::int64_t rows, std::int64_t first_row_id) {
-  Table table("", rows, first_row_id);
-  for (std::size_t j = 0; j < values.size(); ++j) {
-    VariableInfo info;
-    info.name = "c" + std::to_string(j);
-    table.add_column(Column::continuous(std::move(info), std::move(values[j])));
-  }
-  return table;
-}
-
 /// The block ids the coordinator computed for the gathered rows, sent back to their home ranks.
 std::vector<std::int64_t> scatter_block_ids(const Communicator& comm, std::vector<std::int64_t> block_of_gathered,
                                             std::span<const std::int64_t> gathered_row_ids, const RowRange& home) {

@@ -11,13 +11,11 @@
 namespace sdc::distributed {
 namespace {
 
-Table one_column(std::vector<double> values, std::int64_t first_row_id) {
-  const auto rows = static_cast<std::int64_t>(values.size());
-  Table table("", rows, first_row_id);
-  VariableInfo info;
-  info.name = "value";
-  table.add_column(Column::continuous(std::move(info), std::move(values)));
-  return table;
+/// One variable as the columns of numeric_table, moved, not copied through an initializer list.
+std::vector<std::vector<double>> single_column(std::vector<double> values) {
+  std::vector<std::vector<double>> columns;
+  columns.push_back(std::move(values));
+  return columns;
 }
 
 void put_summary(ByteWriter& out, std::uint64_t variable, const swapping::RankSwapSummary& summary) {
@@ -56,8 +54,10 @@ RankSwappedPart rank_swap_variables(const Communicator& comm, const NumericColum
   std::vector<MovedRows> gathered;
   for (std::size_t v = 0; v < p; ++v) {
     const std::vector<int> destination(part.records(), owner(v));
-    gathered.push_back(exchange_rows(comm, one_column({part.columns[v].begin(), part.columns[v].end()}, home.first),
-                                     part.row_ids, destination));
+    const auto rows = static_cast<std::int64_t>(part.records());
+    gathered.push_back(exchange_rows(
+        comm, numeric_table(single_column({part.columns[v].begin(), part.columns[v].end()}), rows, home.first),
+        part.row_ids, destination));
   }
 
   std::vector<std::size_t> owned;
@@ -83,7 +83,10 @@ RankSwappedPart rank_swap_variables(const Communicator& comm, const NumericColum
 
   RankSwappedPart result;
   for (std::size_t v = 0; v < p; ++v) {
-    const Table returned = return_home(comm, one_column(std::move(swapped[v]), 0), gathered[v].row_ids, home);
+    const Table returned = return_home(
+        comm,
+        numeric_table(single_column(std::move(swapped[v])), static_cast<std::int64_t>(gathered[v].row_ids.size()), 0),
+        gathered[v].row_ids, home);
     const auto values = returned.columns().front().values();
     result.masked.emplace_back(values.begin(), values.end());
   }

@@ -52,7 +52,7 @@ class RankSwapStepImpl final : public RankSwapStep {
     Table& table = part.table;
 
     const ContinuousColumns x = continuous_columns(table, options.variables);
-    const distributed::RankSwappedPart result =
+    distributed::RankSwappedPart result =
         distributed::rank_swap_variables(comm, x.columns, part.range, swap_options, seed ? seed->value : 0,
                                          static_cast<std::uint32_t>(options.reference_seed.value_or(0)));
     clock.lap("swap");
@@ -77,7 +77,7 @@ class RankSwapStepImpl final : public RankSwapStep {
     for (Column& column : table.mutable_columns()) {
       const auto it = std::find(options.variables.begin(), options.variables.end(), column.name());
       if (it == options.variables.end()) continue;
-      column.mutable_storage() = result.masked[static_cast<std::size_t>(it - options.variables.begin())];
+      column.mutable_storage() = std::move(result.masked[static_cast<std::size_t>(it - options.variables.begin())]);
     }
     write_table_step_output(comm, options.input, opened, {}, options.variables, options.output, write_options,
                             step.warnings);

@@ -98,6 +98,13 @@ inline double laplace_from_bits(std::uint64_t x, double scale) {
   return -scale * std::log(static_cast<double>((std::uint64_t{1} << 54) - 2 * k - 1) * 0x1.0p-53);
 }
 
+/// ⌊u·count⌋ for u = k·2^-53, k the top 53 bits of `x`: a uniform index in [0, count), computed
+/// exactly in integers (the double product u·count can round up to count itself).
+inline std::uint64_t index_from_bits(std::uint64_t x, std::uint64_t count) {
+  __extension__ using Wide = unsigned __int128;
+  return static_cast<std::uint64_t>((static_cast<Wide>(x >> 11) * count) >> 53);
+}
+
 /// A categorical draw from cumulative weights (non-decreasing, last entry the total, > 0): the
 /// first index i with u * total < cumulative[i], for u uniform on [0, 1). Zero-weight categories are
 /// never drawn. Binary search: O(log of the number of categories).

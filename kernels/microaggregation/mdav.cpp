@@ -50,6 +50,21 @@ bool farther(const Candidate<Distance>& a, const Candidate<Distance>& b) {
   return a.distance > b.distance || (a.distance == b.distance && a.record < b.record);
 }
 
+/// A shared bar moves one way only; relaxed order suffices, since it only lets searches skip sooner.
+template <typename T>
+void raise_to(std::atomic<T>& bar, T value) {
+  T seen = bar.load(std::memory_order_relaxed);
+  while (value > seen && !bar.compare_exchange_weak(seen, value, std::memory_order_relaxed)) {
+  }
+}
+
+template <typename T>
+void lower_to(std::atomic<T>& bar, T value) {
+  T seen = bar.load(std::memory_order_relaxed);
+  while (value < seen && !bar.compare_exchange_weak(seen, value, std::memory_order_relaxed)) {
+  }
+}
+
 /// The k nearest rows of one chunk seen so far, nearest first. Rows arrive in input order, so a row
 /// as near as the current k-th displaces it (the later record wins a tie).
 template <typename Distance>
@@ -492,9 +507,7 @@ class Remaining {
     ++search_serial_;
     auto search = [&](std::size_t part) { farthest_in_part(part, target.data()); };
     team_.run(search);
-    Candidate<Distance> best{Distance{0}, -1, 0};
-    for (const auto& part : parts_) consider_farthest(part.farthest, best);
-    return best;
+    return merge_farthest();
   }
 
   /// The k remaining rows nearest to `target`, nearest first (ties: the later record first).
@@ -517,9 +530,7 @@ class Remaining {
     };
     team_.run(search);
     merge_nearest(out);
-    Candidate<Distance> best{Distance{0}, -1, 0};
-    for (const auto& part : parts_) consider_farthest(part.farthest, best);
-    return best;
+    return merge_farthest();
   }
 
   void remove(const Candidate<Distance>& row) {
@@ -594,6 +605,12 @@ class Remaining {
     std::vector<Candidate<Distance>> nearest;
   };
 
+  Candidate<Distance> merge_farthest() const {
+    Candidate<Distance> best{Distance{0}, -1, 0};
+    for (const auto& part : parts_) consider_farthest(part.farthest, best);
+    return best;
+  }
+
   void merge_nearest(std::vector<Candidate<Distance>>& out) const {
     out.clear();
     for (const auto& part : parts_) out.insert(out.end(), part.nearest.begin(), part.nearest.end());
@@ -634,10 +651,7 @@ class Remaining {
       scan_cell(cell, target, true, false);
       const Candidate<Distance>& found = cell_far_[cell];
       consider_farthest(found, search.farthest);
-      Distance bar = far_bar_.load(std::memory_order_relaxed);
-      while (found.record >= 0 && found.distance > bar &&
-             !far_bar_.compare_exchange_weak(bar, found.distance, std::memory_order_relaxed)) {
-      }
+      if (found.record >= 0) raise_to(far_bar_, found.distance);
     };
     auto higher = [](const CellBound& a, const CellBound& b) {
       return a.bound > b.bound || (a.bound == b.bound && a.cell < b.cell);
@@ -685,11 +699,7 @@ class Remaining {
         if (out.size() == k_) out.pop_back();
         out.insert(std::upper_bound(out.begin(), out.end(), row, nearer<Distance>), row);
       }
-      if (out.size() < k_) return;
-      Distance bar = near_bar_.load(std::memory_order_relaxed);
-      while (out.back().distance < bar &&
-             !near_bar_.compare_exchange_weak(bar, out.back().distance, std::memory_order_relaxed)) {
-      }
+      if (out.size() == k_) lower_to(near_bar_, out.back().distance);
     };
     auto by_bound = [](const CellBound& a, const CellBound& b) {
       return a.bound < b.bound || (a.bound == b.bound && a.cell < b.cell);

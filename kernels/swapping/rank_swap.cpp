@@ -13,8 +13,6 @@
 namespace sdc::swapping {
 namespace {
 
-__extension__ using Wide = unsigned __int128;  // GCC/Clang: the 53 × 64-bit product of a native draw
-
 constexpr double kFloatMax = static_cast<double>(std::numeric_limits<float>::max());
 
 /// A non-missing value at its place in the sorted order, with the record it goes back to.
@@ -307,9 +305,7 @@ std::int64_t RankSwapDraws::pick(std::int64_t count, std::int64_t row_id) {
   }
   const std::uint64_t word = philox_.bits(
       DrawCounter{.unit = static_cast<std::uint64_t>(row_id), .draw = variable_, .replicate = 0, .attempt = 0})[0];
-  // ⌊u·count⌋ for u = k·2^-53 computed exactly in integers: a double product could round up to the next
-  // integer (and to count itself).
-  return static_cast<std::int64_t>((static_cast<Wide>(word >> 11) * static_cast<std::uint64_t>(count)) >> 53);
+  return static_cast<std::int64_t>(index_from_bits(word, static_cast<std::uint64_t>(count)));
 }
 
 std::vector<double> rank_swap(std::span<const double> values, std::span<const std::int64_t> row_ids,

@@ -549,18 +549,13 @@ SumOfSquares sum_of_squares_finalize(const SumOfSquaresPartial& total) {
   if (total.records < 2) throw InvalidInput("information loss: the files need at least two records");
   const std::size_t p = total.variables;
   const auto n = static_cast<double>(total.records);
-  // The diagonal of centred_moments, with its rule for constant variables.
+  // Each variable's 1 × 1 co-moment matrix: the battery's diagonal, with its rule for constant variables.
   std::vector<bool> constant(p);
   std::vector<double> centred(p, 0.0);
   for (std::size_t j = 0; j < p; ++j) {
-    constant[j] = total.min_original[j] == total.max_original[j];
-    if (constant[j]) continue;
-    const DoubleDouble sum = to_double_double(total.sum_original[j]);
-    centred[j] = subtract(to_double_double(total.square_original[j]), divide(multiply(sum, sum), n));
-    if (!(centred[j] > 0.0)) {
-      constant[j] = true;
-      centred[j] = 0.0;
-    }
+    std::vector<bool> alone{total.min_original[j] == total.max_original[j]};
+    centred[j] = centred_moments({total.sum_original[j]}, {total.square_original[j]}, alone, n)(0, 0);
+    constant[j] = alone[0];
   }
   return sum_of_squares_of(total.records, total.squared_difference, centred, constant);
 }
