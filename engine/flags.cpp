@@ -72,6 +72,15 @@ CLI::Option* add_variable_list_option(CLI::App& app, const std::string& flag, st
   return app.add_option(flag, names, help)->delimiter(',')->allow_extra_args(false)->type_name(kVariableListType);
 }
 
+constexpr const char* kRepeatableListType = "VAR[,VAR...] (repeatable)";
+
+CLI::Option* add_repeatable_list_option(CLI::App& app, const std::string& flag, std::vector<std::string>& lists,
+                                        const std::string& help) {
+  return app.add_option(flag, lists, help)->allow_extra_args(false)->type_name(kRepeatableListType);
+}
+
+bool is_repeatable_list_option(const CLI::Option& option) { return option.get_type_name() == kRepeatableListType; }
+
 std::vector<std::string> repeated_list_items(const CLI::App& app) {
   std::vector<std::string> problems;
   for (const CLI::Option* option : app.get_options()) {

@@ -40,6 +40,13 @@ void add_seed_option(CLI::App& app, PathFlags& paths, std::optional<std::filesys
 CLI::Option* add_variable_list_option(CLI::App& app, const std::string& flag, std::vector<std::string>& names,
                                       const std::string& help);
 
+/// A flag given once per list, e.g. `--similar hsize --similar hsize,htype`: each occurrence is one
+/// comma-separated list, kept whole. In a job, the key's list items become one flag each
+/// (is_repeatable_list_option).
+CLI::Option* add_repeatable_list_option(CLI::App& app, const std::string& flag, std::vector<std::string>& lists,
+                                        const std::string& help);
+bool is_repeatable_list_option(const CLI::Option& option);
+
 /// One message for each variable named twice in a variable list of `app` or of its parsed
 /// subcommands ("--keys: variable 'lau2' is given twice"), after parsing: a repeated key would
 /// silently change results (SUDA2 would count its MSUs twice).

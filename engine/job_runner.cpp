@@ -139,6 +139,13 @@ class JobPlanner {
           if (*setting.flag) plan.argv.push_back("--" + setting.key);
           continue;
         }
+        if (kind == MethodCatalog::FlagKind::kRepeatedList) {  // [a, "b,c"]: --key a --key b,c
+          std::vector<std::string> args;
+          for (const auto& item : setting.values) args.insert(args.end(), {"--" + setting.key, item});
+          plan.argv.insert(plan.argv.end(), args.begin(), args.end());
+          setting_args.push_back({&setting, std::move(args)});
+          continue;
+        }
         std::string value;
         for (const auto& item : setting.values) value += (value.empty() ? "" : ",") + item;
         plan.argv.push_back("--" + setting.key);

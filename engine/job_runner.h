@@ -32,7 +32,9 @@ struct ParsedStep {
 /// commands implement it (engine/cli/method_catalog.h): a step's keys are its command's flags.
 class MethodCatalog {
  public:
-  enum class FlagKind { kUnknown, kSwitch, kValue };
+  /// kRepeatedList: a flag given once per list (add_repeatable_list_option); a job's list items are one
+  /// flag each.
+  enum class FlagKind { kUnknown, kSwitch, kValue, kRepeatedList };
   virtual ~MethodCatalog() = default;
   virtual bool knows(const std::string& method) const = 0;
   /// Every method a job may name, for messages.

@@ -26,15 +26,15 @@ std::string_view to_string(OutputKind kind) {
   return "data";
 }
 
-void expect_variable(const std::vector<VariableInfo>& available, const std::string& name, VariableType type,
-                     const std::string& key, std::vector<std::string>& problems) {
+void expect_variable(const std::vector<VariableInfo>& available, const std::string& name,
+                     std::optional<VariableType> type, const std::string& key, std::vector<std::string>& problems) {
   const auto it =
       std::find_if(available.begin(), available.end(), [&](const VariableInfo& v) { return v.name == name; });
   if (it == available.end())
     problems.push_back(key + ": variable '" + name + "' is not in the step's input");
-  else if (it->type != type)
+  else if (type && it->type != *type)
     problems.push_back(key + ": variable '" + name + "' is " + std::string(to_string(it->type)) + ", expected " +
-                       std::string(to_string(type)));
+                       std::string(to_string(*type)));
 }
 
 }  // namespace sdc::engine

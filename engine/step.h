@@ -4,6 +4,7 @@
 // of the command it parsed, and a job runs the step of each of its entries, so a method works the
 // same from the command line and from a job (docs/development.md, "Adding a method").
 
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -31,9 +32,9 @@ std::string_view to_string(OutputKind kind);
 
 /// For Step::check_variables: adds a problem when `name` is not among `available` ("<key>: variable
 /// 'x' is not in the step's input") or is not of `type` ("<key>: variable 'x' is continuous, expected
-/// categorical").
-void expect_variable(const std::vector<VariableInfo>& available, const std::string& name, VariableType type,
-                     const std::string& key, std::vector<std::string>& problems);
+/// categorical"); any type when `type` is nullopt.
+void expect_variable(const std::vector<VariableInfo>& available, const std::string& name,
+                     std::optional<VariableType> type, const std::string& key, std::vector<std::string>& problems);
 
 class Step {
  public:

@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "distributed/collective_error.h"
+#include "kernels/risk/frequency_count.h"
 
 namespace sdc::engine {
 
@@ -27,6 +28,27 @@ ContinuousColumns continuous_columns(const Table& table, const std::vector<std::
   }
   out.columns.row_ids = out.row_ids;
   return out;
+}
+
+KeyColumns key_columns(const Table& table, const std::vector<std::string>& names) {
+  KeyColumns keys;
+  for (const auto& name : names) {
+    const Column& column = table.require(name, VariableType::kCategorical);
+    keys.codes.push_back(column.codes());
+    keys.level_counts.push_back(static_cast<std::int32_t>(column.info().levels.size()));
+  }
+  return keys;
+}
+
+void reject_missing_codes(const distributed::Communicator& comm, const std::filesystem::path& input, const Table& table,
+                          const KeyColumns& keys, const std::vector<std::string>& names, const std::string& hint) {
+  std::optional<distributed::RowProblem> problem;
+  if (const auto missing = first_missing_key(keys)) {
+    const std::int64_t row = table.first_row_id() + static_cast<std::int64_t>(missing->record);
+    problem = {row, input.string() + ": variable '" + names[missing->key] + "', row id " + std::to_string(row) +
+                        ": missing key value (" + hint + ")"};
+  }
+  distributed::throw_first_row_problem(comm, problem);
 }
 
 StepFrame::StepFrame(const RunContext& context, const std::string& method, nlohmann::json parameters, bool coordinator)

@@ -17,6 +17,7 @@
 #include "engine/report/run_report.h"
 #include "engine/run_context.h"
 #include "io/hdf5_table.h"
+#include "kernels/core/key_grouping.h"
 #include "kernels/core/numeric_columns.h"
 
 namespace sdc::engine {
@@ -51,6 +52,15 @@ struct ContinuousColumns {
 
 /// Throws InvalidInput naming the table and the variable when one is absent or not continuous.
 ContinuousColumns continuous_columns(const Table& table, const std::vector<std::string>& variables);
+
+/// Categorical variables of a table as the key kernels take them (views into the table). Throws
+/// InvalidInput naming the table and the variable when one is absent or not categorical.
+KeyColumns key_columns(const Table& table, const std::vector<std::string>& names);
+
+/// Collective: the first missing code of `keys` (named `names`) over all ranks is an error naming the
+/// input, the variable and the row id, followed by `hint`.
+void reject_missing_codes(const distributed::Communicator& comm, const std::filesystem::path& input, const Table& table,
+                          const KeyColumns& keys, const std::vector<std::string>& names, const std::string& hint);
 
 /// What every step's run opens with: its report holding one step record with the step's parameters,
 /// the step's wall-time timer and the debug clock of its phases. Unpack it where the step starts:

@@ -66,6 +66,7 @@ class CommandCatalog final : public MethodCatalog {
     CLI::App* app = tree_.find(method).first;
     const CLI::Option* option = app == nullptr ? nullptr : app->get_option_no_throw("--" + key);
     if (option == nullptr) return FlagKind::kUnknown;
+    if (is_repeatable_list_option(*option)) return FlagKind::kRepeatedList;
     return option->get_expected_max() == 0 ? FlagKind::kSwitch : FlagKind::kValue;
   }
 

@@ -3,6 +3,7 @@
 
 #include "engine/cli/commands.h"
 #include "engine/swapping/rank_swap_step.h"
+#include "engine/swapping/targeted_swap_step.h"
 
 namespace sdc::engine {
 namespace {
@@ -52,14 +53,68 @@ class SwapCommand final : public Command {
     add_seed_option(*rank, paths_, rank_.seed_file);
     add_filters_option(*rank, rank_.filters);
     add_resume_flag(*rank, paths_, rank_.output, rank_.resume, true);
+    add_targeted(*swap);
     return swap;
   }
 
-  Step& step() override { return *rank_step_; }
+  Step& step() override {
+    if (targeted_app_ != nullptr && targeted_app_->parsed()) return *targeted_step_;
+    return *rank_step_;
+  }
 
  private:
+  void add_targeted(CLI::App& swap) {
+    auto* targeted = swap.add_subcommand(
+        "targeted",
+        "targeted record swapping of households across a geography hierarchy: households at risk within their "
+        "area, and a quota of others, exchange their geography with alike households of other areas "
+        "(docs/swapping.md)");
+    targeted_app_ = targeted;
+    add_input_option(*targeted, paths_, targeted_.input);
+    add_output_option(*targeted, paths_, targeted_.output);
+    add_report_option(*targeted, paths_, targeted_.report);
+    targeted
+        ->add_option("--household", targeted_.household,
+                     "the household id variable (records of a household "
+                     "contiguous); households are swapped whole")
+        ->required()
+        ->type_name("VAR");
+    add_variable_list_option(*targeted, "--hierarchy", targeted_.hierarchy,
+                             "geography variables from the coarsest to the finest level, each area inside one parent")
+        ->required();
+    add_variable_list_option(*targeted, "--risk-variables", targeted_.risk_variables,
+                             "categorical variables whose counts within each area give the risk")
+        ->required();
+    targeted
+        ->add_option("--k-anonymity", targeted_.k_anonymity,
+                     "households with a member in a cell of fewer than K persons must swap (default 3; 0: none)")
+        ->check(whole_number_in(0, 1'000'000'000))
+        ->type_name("K");
+    targeted
+        ->add_option("--risk-threshold", targeted_.risk_threshold,
+                     "households with a member of risk 1/count above R must swap (instead of --k-anonymity)")
+        ->check(CLI::PositiveNumber)
+        ->type_name("R");
+    targeted
+        ->add_option("--swap-fraction", targeted_.swap_fraction,
+                     "the share of households to swap at least, spread over the finest areas (default 0.05)")
+        ->check(CLI::Range(0.0, 1.0))
+        ->type_name("F");
+    add_repeatable_list_option(*targeted, "--similar", targeted_.similar,
+                               "a similarity profile: donors must equal the household on these variables; repeat "
+                               "for fallbacks, tried in order (none: any donor)");
+    add_variable_list_option(*targeted, "--carry-along", targeted_.carry_along,
+                             "household-level variables that move with the geography");
+    add_seed_option(*targeted, paths_, targeted_.seed_file);
+    add_filters_option(*targeted, targeted_.filters);
+    add_resume_flag(*targeted, paths_, targeted_.output, targeted_.resume, true);
+  }
+
+  CLI::App* targeted_app_ = nullptr;
   std::unique_ptr<RankSwapStep> rank_step_ = make_rank_swap_step();
   RankSwapStepOptions& rank_ = rank_step_->options;
+  std::unique_ptr<TargetedSwapStep> targeted_step_ = make_targeted_swap_step();
+  TargetedSwapStepOptions& targeted_ = targeted_step_->options;
 };
 
 }  // namespace

@@ -56,16 +56,6 @@ VariableInfo new_variable(std::string name, VariableType type, std::vector<std::
   return variable;
 }
 
-KeyColumns key_columns(const Table& table, const std::vector<std::string>& names) {
-  KeyColumns keys;
-  for (const auto& name : names) {
-    const Column& column = table.require(name, VariableType::kCategorical);
-    keys.codes.push_back(column.codes());
-    keys.level_counts.push_back(static_cast<std::int32_t>(column.info().levels.size()));
-  }
-  return keys;
-}
-
 void check_weights(const Table& table, const std::string& name) {
   const auto values = table.require(name, VariableType::kContinuous).values();
   for (std::size_t i = 0; i < values.size(); ++i) {
@@ -153,7 +143,9 @@ class RiskStepImpl final : public RiskStep {
     const Table& table = part.table;
     const KeyColumns keys = key_columns(table, options.keys);
     if (options.weight) check_weights(table, *options.weight);
-    if (options.missing == MissingKeys::kReject) reject_missing_keys(comm, table, keys);
+    if (options.missing == MissingKeys::kReject)
+      reject_missing_codes(comm, options.input, table, keys, options.keys,
+                           "give --missing category to treat missing as a level of its own");
     const std::span<const double> weights =
         options.weight ? table.require(*options.weight).values() : std::span<const double>();
 
@@ -476,18 +468,6 @@ class RiskStepImpl final : public RiskStep {
       warnings.push_back(
           std::to_string(records) +
           " records have a non-integer fk below 2 other than 1 and get individual risk 0, as in sdcMicro");
-  }
-
-  /// Collective: the first missing key value over all ranks is an error naming its variable and row.
-  void reject_missing_keys(const distributed::Communicator& comm, const Table& table, const KeyColumns& keys) const {
-    std::optional<distributed::RowProblem> problem;
-    if (const auto missing = first_missing_key(keys)) {
-      const std::int64_t row = table.first_row_id() + static_cast<std::int64_t>(missing->record);
-      problem = {row, options.input.string() + ": variable '" + options.keys[missing->key] + "', row id " +
-                          std::to_string(row) +
-                          ": missing key value (give --missing category to treat missing as a level of its own)"};
-    }
-    distributed::throw_first_row_problem(comm, problem);
   }
 };
 

@@ -39,6 +39,13 @@ enum class StepId : std::uint64_t {
   kPram = 14,        ///< a record's released category (unit = record; draw = the variable's position in the step)
   // Swapping (kernels/swapping/, docs/swapping.md).
   kRankSwap = 15,  ///< rank swapping's partner of sorted position j (unit = its record; draw = the variable's position)
+  /// Targeted record swapping (kernels/swapping/targeted_swap.h): a household's donor key at level h
+  /// (unit = household id; draw = h).
+  kTargetedSwapDonor = 16,
+  /// Targeted record swapping's quotas: the fresh key of a household added to reach its area's quota
+  /// (unit = household id; draw 0), an area's key for the remaining quota (unit = the area's position;
+  /// draw 1), the coin rounding the total (unit 0; draw 2).
+  kTargetedSwapQuota = 17,
 };
 
 /// The four counter words. `unit` is a global id: record (row id), household, cell or tree node.

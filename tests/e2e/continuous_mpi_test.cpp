@@ -1,6 +1,6 @@
-// `sdc microaggregate`, `sdc linkage`, `sdc utility` and `sdc swap rank` under mpirun: equal output
-// digests and equal report results for 1, 2 and 3 ranks and 1 or 2 threads on a generated census, for
-// every blocking and both rank-swap modes; every group holds at least k records.
+// `sdc microaggregate`, `sdc linkage`, `sdc utility`, `sdc swap rank` and `sdc swap targeted` under
+// mpirun: equal output digests and equal report results for 1, 2 and 3 ranks and 1 or 2 threads on a
+// generated census, for every blocking and both rank-swap modes; every group holds at least k records.
 
 #include <gtest/gtest.h>
 
@@ -142,6 +142,20 @@ TEST_F(AContinuousMpiRun, RankSwapsAlikeForAnyRankAndThreadCountInBothModes) {
     ASSERT_EQ((*results)["variables"].size(), 3U);
     for (const auto& variable : (*results)["variables"]) EXPECT_GT(variable["swapped_pairs"].get<int>(), 1000);
   }
+}
+
+TEST_F(AContinuousMpiRun, SwapsHouseholdsTargetedAlikeForAnyRankAndThreadCount) {
+  // The coordinator plans from every rank's household summaries; ranks hold different households for
+  // each run shape, so equal digests show that the plan depends on the households alone.
+  const auto results =
+      expect_invariant("swap-targeted",
+                       {"swap", "targeted", "-i", census_.string(), "--household", "hid", "--hierarchy",
+                        "nuts1,nuts2,nuts3,lau2", "--risk-variables", "sex,age,marstat", "--similar", "hsize,htype",
+                        "--similar", "hsize", "--carry-along", "htype,hsize", "--swap-fraction", "0.1"},
+                       true, {{"SDC_SEED", "20261126"}});
+  ASSERT_FALSE(results.is_null());
+  EXPECT_GT(results["swapped_households"].get<int>(), 500);
+  EXPECT_EQ(results["levels"].size(), 4U);
 }
 
 }  // namespace

@@ -299,7 +299,7 @@ TEST_F(AJob, RejectsAFromThatNamesNoEarlierStepBeforeRunningAnything) {
       << second.err;
 }
 
-TEST(TheDefaultCensusJob, AssessesRiskMasksWithPramAndMicroaggregationAndAssessesTheReleasedFile) {
+TEST(TheDefaultCensusJob, AssessesRiskMasksBySwappingPramAndMicroaggregationAndAssessesTheReleasedFile) {
   TempDir dir;
   ASSERT_EQ(run_sdc({"generate", "seed", "--output", (dir / "seed").string()}).exit_code, 0);
   const auto generated = run_sdc({"generate", "census", "--households", "3000", "--seed-file", (dir / "seed").string(),
@@ -311,30 +311,34 @@ TEST(TheDefaultCensusJob, AssessesRiskMasksWithPramAndMicroaggregationAndAssesse
   ASSERT_EQ(result.exit_code, 0) << result.err;
   EXPECT_EQ(validate_report(dir / "job.json"), "");
   const auto report = nlohmann::json::parse(read_text(dir / "job.json"));
-  ASSERT_EQ(report["steps"].size(), 6U);
-  EXPECT_EQ(report["steps"][0]["method"], "risk");
-  EXPECT_EQ(report["steps"][1]["method"], "pram");
-  EXPECT_EQ(report["steps"][2]["method"], "risk");
-  EXPECT_EQ(report["steps"][3]["method"], "microaggregate");
-  EXPECT_EQ(report["steps"][4]["method"], "linkage");
-  EXPECT_EQ(report["steps"][5]["method"], "utility");
-  // Groups of at least 3 within nuts3 regions; linkage within the regions credits at most 1/3 a record;
-  // utility measures the same loss as the microaggregation step.
-  EXPECT_GE(report["steps"][3]["results"]["smallest_group"].get<int>(), 3);
-  EXPECT_EQ(report["steps"][3]["results"]["blocks"], 36);
-  EXPECT_LE(report["steps"][4]["results"]["fractional_rate"].get<double>(), 1.0 / 3.0);
-  EXPECT_EQ(report["steps"][5]["results"]["il_percent"], report["steps"][3]["results"]["il_percent"]);
-  EXPECT_GT(report["steps"][1]["results"]["records_changed"].get<std::int64_t>(), 0);
+  ASSERT_EQ(report["steps"].size(), 7U);
+  const std::vector<std::string> methods{"risk",           "swap targeted", "pram",   "risk",
+                                         "microaggregate", "linkage",       "utility"};
+  for (std::size_t s = 0; s < methods.size(); ++s) EXPECT_EQ(report["steps"][s]["method"], methods[s]) << s;
+  const auto& swapped = report["steps"][1]["results"];
+  const auto& pram = report["steps"][2]["results"];
+  const auto& before = report["steps"][0]["results"];
+  const auto& after = report["steps"][3]["results"];
+  const auto& micro = report["steps"][4]["results"];
+  // Swapping moves at least the 5 % quota; groups of at least 3 within nuts3 regions; linkage within the
+  // regions credits at most 1/3 a record; utility measures the same loss as the microaggregation step.
+  EXPECT_GE(swapped["swap_rate"].get<double>(), 0.05);
+  EXPECT_GE(micro["smallest_group"].get<int>(), 3);
+  EXPECT_EQ(micro["blocks"], 36);
+  EXPECT_LE(report["steps"][5]["results"]["fractional_rate"].get<double>(), 1.0 / 3.0);
+  EXPECT_EQ(report["steps"][6]["results"]["il_percent"], micro["il_percent"]);
+  EXPECT_GT(pram["records_changed"].get<std::int64_t>(), 0);
   for (const char* section : {"individual_risk", "household_risk", "suda2", "loglinear", "bootstrap", "l_diversity"}) {
-    EXPECT_TRUE(report["steps"][0]["results"].contains(section)) << section;
-    EXPECT_TRUE(report["steps"][2]["results"].contains(section)) << section;
+    EXPECT_TRUE(before.contains(section)) << section;
+    EXPECT_TRUE(after.contains(section)) << section;
   }
-  // PRAM starts from the census: the released file carries no risk column of the original keys.
-  EXPECT_EQ(replaced_variable_warnings(report, 2), 0U);
+  // Swapping starts from the census: the released file carries no risk column of the original keys.
+  EXPECT_EQ(replaced_variable_warnings(report, 3), 0U);
   const auto info = run_sdc({"info", (dir / "out" / "pram.h5").string()});
   ASSERT_EQ(info.exit_code, 0) << info.err;
   EXPECT_EQ(info.out.find("individual_risk"), std::string::npos) << info.out;
   EXPECT_NE(info.out.find("pram_changed"), std::string::npos) << info.out;
+  EXPECT_NE(info.out.find("trs_swapped"), std::string::npos) << info.out;
   // The microaggregated release carries PRAM's column and the group ids, and no risk column either.
   const auto released = run_sdc({"info", (dir / "out" / "microaggregate.h5").string()});
   ASSERT_EQ(released.exit_code, 0) << released.err;

@@ -1,13 +1,17 @@
 // `sdc swap rank` as a user runs it: sdcMicro's rankSwap oracle of docs/methods swapping.md §5 read back
 // with `sdc export`, native mode keeping every variable's values and giving the same file twice, the
 // step in a job, and every refusal with its exit code, a message naming what is wrong and no output.
+// `sdc swap targeted` on the shared census-like file: the risky households per level against a count
+// written here, the TRS invariants of the method file on the released file, and its refusals.
 
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <map>
 #include <random>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -29,9 +33,13 @@ std::filesystem::path twenty_records(const TempDir& dir) {
   return h5;
 }
 
-std::vector<std::vector<std::string>> exported(const TempDir& dir, const std::filesystem::path& h5) {
+/// `h5` as CSV fields, all variables or only `variables` ("a,b").
+std::vector<std::vector<std::string>> exported(const TempDir& dir, const std::filesystem::path& h5,
+                                               const std::string& variables = "") {
   const auto csv = dir / (h5.stem().string() + ".csv");
-  const auto result = run_sdc({"export", h5.string(), "-o", csv.string()});
+  std::vector<std::string> args{"export", h5.string(), "-o", csv.string()};
+  if (!variables.empty()) args.insert(args.end(), {"--variables", variables});
+  const auto result = run_sdc(args);
   EXPECT_EQ(result.exit_code, 0) << result.err;
   return read_csv_fields(csv);
 }
@@ -160,6 +168,310 @@ TEST(ARankSwap, RefusesBadFlagsAndDataNamingThemAndWritesNothing) {
     EXPECT_EQ(result.exit_code, c.exit_code) << what << ": " << result.err;
     EXPECT_NE(result.err.find(c.message), std::string::npos) << what << ": " << result.err;
     EXPECT_FALSE(std::filesystem::exists(output)) << what;
+  }
+}
+
+// ---- targeted record swapping ----
+
+const std::vector<std::string> kHierarchy{"NUTS1", "NUTS2", "NUTS3", "LAU2"};
+/// The census file's variables but AGE.M, whose labels hold commas that read_csv_fields does not unquote.
+const std::string kCensusColumns =
+    "NUTS1,NUTS2,NUTS3,LAU2,L001000,HID,Size,SEX,AGE.H,TPH.H,HST,EDU,SIE,INCOME_Q,COC.ISO3N,COC.L,COC.M,COC.H,"
+    "POB.ISO3N,POB.L,POB.M,POB.H";
+
+/// The census-like file of ../shared imported with its roles, or empty when ../shared is absent.
+std::filesystem::path imported_census(const TempDir& dir) {
+  const auto csv = shared_data("census_trs_100k.csv.gz");
+  if (csv.empty()) return {};
+  const auto h5 = dir / "census.h5";
+  const auto result = run_sdc({"import", csv.string(), "-o", h5.string(), "--role", "geography=NUTS1,NUTS2,NUTS3,LAU2",
+                               "--role", "household=HID"});
+  EXPECT_EQ(result.exit_code, 0) << result.err;
+  return h5;
+}
+
+std::vector<std::string> census_swap_args(const std::filesystem::path& input, const std::filesystem::path& output,
+                                          const std::filesystem::path& report) {
+  return {"swap",
+          "targeted",
+          input.string(),
+          "-o",
+          output.string(),
+          "--household",
+          "HID",
+          "--hierarchy",
+          "NUTS1,NUTS2,NUTS3,LAU2",
+          "--risk-variables",
+          "SEX,AGE.H,EDU",
+          "--k-anonymity",
+          "3",
+          "--similar",
+          "Size",
+          "--swap-fraction",
+          "0.05",
+          "--report",
+          report.string()};
+}
+
+TEST(ATargetedSwap, FindsTheCensusFilesRiskyHouseholdsPerLevelAsAnIndependentCount) {
+  TempDir dir;
+  const auto input = imported_census(dir);
+  if (input.empty()) GTEST_SKIP() << "../shared/data is absent";
+  const auto report = dir / "swap.json";
+  const auto result = run_sdc(census_swap_args(input, dir / "swapped.h5", report), {{"SDC_SEED", "20261126"}});
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  EXPECT_EQ(validate_report(report), "");
+  const auto levels = step_results(report)["levels"];
+  ASSERT_EQ(levels.size(), 4U);
+
+  // Persons per cell of (SEX, AGE.H, EDU, NUTS1..level); a household is risky at a level when one of its
+  // members is in a cell of fewer than 3 persons (risk 1/count above 1/3), and must swap at the first
+  // such level.
+  const auto rows = exported(dir, input, kCensusColumns);
+  const auto hid = csv_column(rows, "HID");
+  std::vector<std::vector<std::string>> key_columns;
+  for (const std::string name : {"SEX", "AGE.H", "EDU"}) key_columns.push_back(csv_column(rows, name));
+  for (const auto& name : kHierarchy) key_columns.push_back(csv_column(rows, name));
+  std::map<std::string, int> first_level;  // household → first risky level (4 = none)
+  for (std::size_t h = 0; h < 4; ++h) {
+    std::map<std::vector<std::string>, int> counts;
+    auto cell = [&](std::size_t r) {
+      std::vector<std::string> key;
+      for (std::size_t k = 0; k < 4 + h; ++k) key.push_back(key_columns[k][r]);
+      return key;
+    };
+    for (std::size_t r = 0; r < hid.size(); ++r) ++counts[cell(r)];
+    std::set<std::string> risky;
+    for (std::size_t r = 0; r < hid.size(); ++r)
+      if (counts[cell(r)] < 3) risky.insert(hid[r]);
+    EXPECT_EQ(levels[h]["risky_households"], static_cast<int>(risky.size())) << kHierarchy[h];
+    for (const auto& household : hid) first_level.emplace(household, 4);
+    for (const auto& household : risky) first_level[household] = std::min(first_level[household], static_cast<int>(h));
+  }
+  for (int h = 0; h < 4; ++h) {
+    const auto must =
+        std::count_if(first_level.begin(), first_level.end(), [h](const auto& e) { return e.second == h; });
+    EXPECT_EQ(levels[static_cast<std::size_t>(h)]["must_swap_households"], must)
+        << kHierarchy[static_cast<std::size_t>(h)];
+  }
+  std::printf("census_trs_100k: risky households per level %s %s %s %s\n", levels[0]["risky_households"].dump().c_str(),
+              levels[1]["risky_households"].dump().c_str(), levels[2]["risky_households"].dump().c_str(),
+              levels[3]["risky_households"].dump().c_str());
+}
+
+TEST(ATargetedSwap, KeepsHouseholdsWholeAndTheirCountsPerAreaAndMovesOnlyTheGeography) {
+  TempDir dir;
+  const auto input = imported_census(dir);
+  if (input.empty()) GTEST_SKIP() << "../shared/data is absent";
+  const auto output = dir / "swapped.h5";
+  const auto report = dir / "swap.json";
+  const auto result = run_sdc(census_swap_args(input, output, report), {{"SDC_SEED", "7"}});
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  const auto results = step_results(report);
+  const auto before = exported(dir, input, kCensusColumns);
+  const auto after = exported(dir, output, kCensusColumns + ",trs_swapped");
+  ASSERT_EQ(before.size(), after.size());
+  const auto header = before.front();
+  ASSERT_EQ(after.front().back(), "trs_swapped");
+  const auto hid = csv_column(after, "HID");
+  const auto flag = csv_column(after, "trs_swapped");
+
+  // Every variable but the geography is untouched; members share one geography and one flag.
+  std::map<std::string, std::pair<std::string, std::string>> household_place;  // hid → (geography, flag)
+  std::set<std::string> swapped;
+  std::map<std::string, std::string> place_before;
+  for (std::size_t r = 1; r < after.size(); ++r) {
+    std::string place;
+    std::string original;
+    for (std::size_t c = 0; c < header.size(); ++c) {
+      const bool geography = std::find(kHierarchy.begin(), kHierarchy.end(), header[c]) != kHierarchy.end();
+      if (geography) {
+        place += after[r][c] + "/";
+        original += before[r][c] + "/";
+      } else {
+        ASSERT_EQ(after[r][c], before[r][c]) << header[c] << ", row " << r;
+      }
+    }
+    const auto [it, fresh] = household_place.emplace(hid[r - 1], std::make_pair(place, flag[r - 1]));
+    if (!fresh) {
+      ASSERT_EQ(it->second, std::make_pair(place, flag[r - 1])) << "household " << hid[r - 1];
+    }
+    place_before.emplace(hid[r - 1], original);
+    if (flag[r - 1] == "true") swapped.insert(hid[r - 1]);
+    if (flag[r - 1] == "false") {
+      ASSERT_EQ(place, original) << "household " << hid[r - 1] << " is not flagged";
+    }
+  }
+  EXPECT_EQ(static_cast<int>(swapped.size()), results["swapped_households"].get<int>());
+  EXPECT_GE(results["swapped_households"].get<int>(), 5000) << "at least the 5 % quota";
+
+  // Households per area at every level, and persons per (area, Size): pairs exchange places and agree
+  // on Size.
+  const auto size = csv_column(after, "Size");
+  for (std::size_t h = 0; h < kHierarchy.size(); ++h) {
+    std::map<std::string, int> households_before;
+    std::map<std::string, int> households_after;
+    for (const auto& [household, place] : household_place) {
+      auto prefix = [h](const std::string& text) {
+        std::size_t end = 0;
+        for (std::size_t k = 0; k <= h; ++k) end = text.find('/', end) + 1;
+        return text.substr(0, end);
+      };
+      ++households_before[prefix(place_before[household])];
+      ++households_after[prefix(place.first)];
+    }
+    EXPECT_EQ(households_before, households_after) << kHierarchy[h];
+  }
+  std::map<std::pair<std::string, std::string>, int> persons_before;
+  std::map<std::pair<std::string, std::string>, int> persons_after;
+  for (std::size_t r = 0; r < hid.size(); ++r) {
+    ++persons_before[{place_before[hid[r]], size[r]}];
+    ++persons_after[{household_place[hid[r]].first, size[r]}];
+  }
+  EXPECT_EQ(persons_before, persons_after);
+}
+
+TEST(ATargetedSwap, GivesTheSameFileForTheSameSeedAndRunsAsAJobStep) {
+  TempDir dir;
+  const auto input = imported_census(dir);
+  if (input.empty()) GTEST_SKIP() << "../shared/data is absent";
+  const auto direct = dir / "direct.h5";
+  ASSERT_EQ(run_sdc(census_swap_args(input, direct, dir / "direct.json"), {{"SDC_SEED", "11"}}).exit_code, 0);
+  write_text(dir / "job.yaml",
+             "version: 1\n"
+             "input: " +
+                 input.string() + "\n" + "output_dir: " + (dir / "out").string() + "\n" +
+                 "steps:\n"
+                 "  - method: swap targeted\n"
+                 "    name: trs\n"
+                 "    household: HID\n"
+                 "    hierarchy: [NUTS1, NUTS2, NUTS3, LAU2]\n"
+                 "    risk-variables: [SEX, AGE.H, EDU]\n"
+                 "    k-anonymity: 3\n"
+                 "    similar: [Size]\n"
+                 "    swap-fraction: 0.05\n");
+  const auto job = run_sdc({"run", (dir / "job.yaml").string()}, {{"SDC_SEED", "11"}});
+  ASSERT_EQ(job.exit_code, 0) << job.err;
+  auto digest = [](const std::filesystem::path& h5) {
+    const auto info = run_sdc({"info", h5.string(), "--digest", "--json"});
+    EXPECT_EQ(info.exit_code, 0) << info.err;
+    return nlohmann::json::parse(info.out)["content_digest"].get<std::string>();
+  };
+  EXPECT_EQ(digest(dir / "out" / "trs.h5"), digest(direct));
+  const auto other = dir / "other.h5";
+  ASSERT_EQ(run_sdc(census_swap_args(input, other, dir / "other.json"), {{"SDC_SEED", "12"}}).exit_code, 0);
+  EXPECT_NE(digest(other), digest(direct));
+}
+
+/// Six households in two regions of two districts each (the method file's example, with a size).
+std::filesystem::path six_households(const TempDir& dir, const std::string& rows) {
+  write_text(dir / "six.csv", "hid,region,district,g,size,income\n" + rows);
+  const auto h5 = dir / "six.h5";
+  const auto result = run_sdc({"import", (dir / "six.csv").string(), "-o", h5.string(), "--role", "household=hid",
+                               "--type", "income=continuous"});
+  EXPECT_EQ(result.exit_code, 0) << result.err;
+  return h5;
+}
+
+const std::string kSixHouseholds =
+    "1,A,A1,1,2,10\n1,A,A1,2,2,10\n2,A,A1,1,1,20\n3,A,A2,2,2,30\n3,A,A2,2,2,30\n4,B,B1,1,1,40\n5,B,B1,3,1,50\n"
+    "6,B,B2,1,2,60\n6,B,B2,2,2,60\n";
+
+TEST(ATargetedSwap, RefusesBadFlagsAndDataNamingThemAndWritesNothing) {
+  TempDir dir;
+  struct Case {
+    std::string label;
+    std::string rows;
+    std::vector<std::string> flags;
+    int exit_code;
+    std::string message;
+  };
+  const std::vector<std::string> base{"--household", "hid", "--hierarchy", "region,district", "--risk-variables", "g"};
+  const std::vector<Case> cases{
+      {"a district in two regions",
+       kSixHouseholds + "7,B,A2,1,1,70\n",
+       {},
+       3,
+       "the district area of row ids 3 and 9 lies in two region areas"},
+      {"members disagreeing on the district",
+       "1,A,A1,1,2,10\n1,A,A2,2,2,10\n2,B,B1,1,1,20\n",
+       {},
+       3,
+       "row ids 0 and 1: members of one household (variable 'hid') disagree on 'district'"},
+      {"members disagreeing on a carry-along",
+       "1,A,A1,1,2,10\n1,A,A1,2,2,11\n2,B,B1,1,1,20\n",
+       {"--carry-along", "income"},
+       3,
+       "disagree on 'income'"},
+      {"a missing similarity variable", kSixHouseholds, {"--similar", "rooms"}, 3, "rooms"},
+      {"a missing carry-along variable", kSixHouseholds, {"--carry-along", "tenure"}, 3, "tenure"},
+      {"a swap fraction above 1", kSixHouseholds, {"--swap-fraction", "1.5"}, 2, "--swap-fraction"},
+      {"a swap fraction below 0", kSixHouseholds, {"--swap-fraction", "-0.1"}, 2, "--swap-fraction"},
+      {"the household id in the hierarchy", kSixHouseholds, {"--carry-along", "hid"}, 2, "household variable"},
+      {"an empty profile", kSixHouseholds, {"--similar", "size,"}, 2, "--similar"},
+  };
+  for (const Case& c : cases) {
+    const auto input = six_households(dir, c.rows);
+    const auto output = dir / "swapped.h5";
+    std::vector<std::string> args{"swap", "targeted", input.string(), "-o", output.string()};
+    args.insert(args.end(), base.begin(), base.end());
+    args.insert(args.end(), c.flags.begin(), c.flags.end());
+    const auto result = run_sdc(args, {{"SDC_SEED", "1"}});
+    EXPECT_EQ(result.exit_code, c.exit_code) << c.label << ": " << result.err;
+    EXPECT_NE(result.err.find(c.message), std::string::npos) << c.label << ": " << result.err;
+    EXPECT_FALSE(std::filesystem::exists(output)) << c.label;
+  }
+}
+
+TEST(ATargetedSwap, SwapsTheMethodFilesSixHouseholdsAcrossRegionsWithTheirCarryAlong) {
+  TempDir dir;
+  const auto input = six_households(dir, kSixHouseholds);
+  const auto output = dir / "swapped.h5";
+  const auto report = dir / "swap.json";
+  const auto result = run_sdc({"--report-min-count",
+                               "1",
+                               "swap",
+                               "targeted",
+                               input.string(),
+                               "-o",
+                               output.string(),
+                               "--household",
+                               "hid",
+                               "--hierarchy",
+                               "region,district",
+                               "--risk-variables",
+                               "g",
+                               "--k-anonymity",
+                               "2",
+                               "--carry-along",
+                               "income",
+                               "--swap-fraction",
+                               "0",
+                               "--report",
+                               report.string()},
+                              {{"SDC_SEED", "3"}});
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  EXPECT_EQ(validate_report(report), "");
+  const auto results = step_results(report);
+  // k = 2: H5 and H6 must swap at the region level, H1 and H4 at the district level.
+  EXPECT_EQ(results["levels"][0]["must_swap_households"], 2);
+  EXPECT_EQ(results["levels"][1]["must_swap_households"], 2);
+  const auto rows = exported(dir, output);
+  const auto hid = csv_column(rows, "hid");
+  const auto region = csv_column(rows, "region");
+  const auto income = csv_column(rows, "income");
+  const auto flag = csv_column(rows, "trs_swapped");
+  // Income travels with the place: a swapped household takes its partner's income, and every income
+  // differs.
+  for (std::size_t r = 0; r < hid.size(); ++r) {
+    if (flag[r] == "false") continue;
+    EXPECT_TRUE(income[r] != std::to_string(std::stoi(hid[r]) * 10)) << "household " << hid[r] << " moved";
+  }
+  // H5 and H6 (regions' uniques) end outside region B or were reported without a donor.
+  for (std::size_t r = 0; r < hid.size(); ++r) {
+    if (hid[r] == "5" || hid[r] == "6") {
+      EXPECT_TRUE(region[r] == "A" || results["households_without_donor"] != 0) << "household " << hid[r];
+    }
   }
 }
 
