@@ -14,6 +14,7 @@ std::unique_ptr<Command> make_generate_command();
 std::unique_ptr<Command> make_risk_command();
 std::unique_ptr<Command> make_pram_command();
 std::unique_ptr<Command> make_swap_command();
+std::unique_ptr<Command> make_noise_command();
 std::unique_ptr<Command> make_microaggregate_command();
 std::unique_ptr<Command> make_linkage_command();
 std::unique_ptr<Command> make_utility_command();

@@ -11,6 +11,7 @@ std::vector<std::unique_ptr<Command>> make_commands() {
   commands.push_back(make_risk_command());
   commands.push_back(make_pram_command());
   commands.push_back(make_swap_command());
+  commands.push_back(make_noise_command());
   commands.push_back(make_microaggregate_command());
   commands.push_back(make_linkage_command());
   commands.push_back(make_utility_command());

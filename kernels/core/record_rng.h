@@ -46,6 +46,9 @@ enum class StepId : std::uint64_t {
   /// (unit = household id; draw 0), an area's key for the remaining quota (unit = the area's position;
   /// draw 1), the coin rounding the total (unit 0; draw 2).
   kTargetedSwapQuota = 17,
+  /// Additive and correlated noise (kernels/perturbation/noise.h): a record's standard normals (unit =
+  /// row id; draw = variable index / 4, two normals from each pair of words).
+  kNoise = 18,
 };
 
 /// The four counter words. `unit` is a global id: record (row id), household, cell or tree node.

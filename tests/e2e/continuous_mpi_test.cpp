@@ -1,5 +1,5 @@
-// `sdc microaggregate`, `sdc linkage`, `sdc utility`, `sdc swap rank` and `sdc swap targeted` under
-// mpirun: equal output digests and equal report results for 1, 2 and 3 ranks and 1 or 2 threads on a
+// `sdc microaggregate`, `sdc linkage`, `sdc utility`, `sdc swap rank`, `sdc swap targeted` and `sdc noise`
+// under mpirun: equal output digests and equal report results for 1, 2 and 3 ranks and 1 or 2 threads on a
 // generated census, for every blocking and both rank-swap modes; every group holds at least k records.
 
 #include <gtest/gtest.h>
@@ -156,6 +156,17 @@ TEST_F(AContinuousMpiRun, SwapsHouseholdsTargetedAlikeForAnyRankAndThreadCount) 
   ASSERT_FALSE(results.is_null());
   EXPECT_GT(results["swapped_households"].get<int>(), 500);
   EXPECT_EQ(results["levels"].size(), 4U);
+}
+
+TEST_F(AContinuousMpiRun, AddsExactNoiseAlikeForAnyRankAndThreadCount) {
+  // The moments are exact sums merged in a fixed order, so every rank builds the same map whatever its
+  // share of the records.
+  const auto results = expect_invariant("noise-exact",
+                                        {"noise", "-i", census_.string(), "--variables", kVariables, "--model", "exact",
+                                         "--noise-percent-cov", "30", "--orthogonal"},
+                                        true, {{"SDC_SEED", "20261126"}});
+  ASSERT_FALSE(results.is_null());
+  EXPECT_LT(results["noise_covariance_relative_deviation"].get<double>(), 1e-12);
 }
 
 }  // namespace
