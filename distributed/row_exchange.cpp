@@ -1,9 +1,12 @@
 #include "distributed/row_exchange.h"
 
+#include <tbb/parallel_for.h>
+
 #include <algorithm>
 #include <numeric>
 #include <variant>
 
+#include "distributed/collective_error.h"
 #include "kernels/core/error.h"
 #include "kernels/core/row_order.h"
 
@@ -204,6 +207,44 @@ Table return_home(const Communicator& comm, const Table& rows, std::span<const s
     order[static_cast<std::size_t>(moved.row_ids[i] - home.first)] = i;
   reorder_rows(moved.table, order);
   return std::move(moved.table);
+}
+
+std::vector<std::vector<double>> transform_whole_columns(
+    const Communicator& comm, const std::vector<std::vector<std::span<const double>>>& inputs,
+    std::span<const std::int64_t> row_ids, const RowRange& home, const WholeColumnTransform& transform) {
+  const auto owner = [&](std::size_t task) { return static_cast<int>(task % static_cast<std::size_t>(comm.size())); };
+  const auto rows = static_cast<std::int64_t>(row_ids.size());
+  std::vector<MovedRows> gathered;
+  for (std::size_t t = 0; t < inputs.size(); ++t) {
+    std::vector<std::vector<double>> values;
+    for (const auto& column : inputs[t]) values.emplace_back(column.begin(), column.end());
+    const std::vector<int> destination(row_ids.size(), owner(t));
+    gathered.push_back(exchange_rows(comm, numeric_table(std::move(values), rows, home.first), row_ids, destination));
+  }
+  std::vector<std::size_t> owned;
+  for (std::size_t t = 0; t < inputs.size(); ++t)
+    if (owner(t) == comm.rank()) owned.push_back(t);
+  std::vector<std::vector<double>> results(inputs.size());
+  agree_on_error(comm, [&] {
+    tbb::parallel_for(std::size_t{0}, owned.size(), [&](std::size_t k) {
+      const std::size_t t = owned[k];
+      std::vector<std::span<const double>> columns;
+      for (const Column& column : gathered[t].table.columns()) columns.push_back(column.values());
+      results[t] = transform(t, columns, gathered[t].row_ids);
+      SDC_CHECK(results[t].size() == gathered[t].row_ids.size(), "one result per record of a whole column");
+    });
+  });
+  std::vector<std::vector<double>> out;
+  for (std::size_t t = 0; t < inputs.size(); ++t) {
+    std::vector<std::vector<double>> result;
+    result.push_back(std::move(results[t]));
+    const Table returned =
+        return_home(comm, numeric_table(std::move(result), static_cast<std::int64_t>(gathered[t].row_ids.size()), 0),
+                    gathered[t].row_ids, home);
+    const auto values = returned.columns().front().values();
+    out.emplace_back(values.begin(), values.end());
+  }
+  return out;
 }
 
 }  // namespace sdc::distributed

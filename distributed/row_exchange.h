@@ -3,6 +3,7 @@
 // stratum key that block-local methods need (microaggregation within strata, swapping within areas).
 
 #include <cstdint>
+#include <functional>
 #include <span>
 #include <vector>
 
@@ -53,5 +54,18 @@ MovedRows shuffle_by_stratum(const Communicator& comm, const Table& part,
 /// its own home range) and restores row order there: the inverse of a shuffle, for per-record results.
 Table return_home(const Communicator& comm, const Table& rows, std::span<const std::int64_t> row_ids,
                   const RowRange& home);
+
+/// A per-record result that needs a whole variable at once (its ranks, its sorted order): `transform`
+/// gets a task's input columns whole (sources in rank order, each in row order) with their row ids
+/// and returns one value per record. Task t runs on rank t mod P, a rank's tasks on its threads.
+using WholeColumnTransform = std::function<std::vector<double>(
+    std::size_t task, const std::vector<std::span<const double>>& columns, std::span<const std::int64_t> row_ids)>;
+
+/// Collective. One result column per task, for this rank's records (row ids of `home`, in row order).
+/// `inputs[t]` are the task's input columns (this rank's values, `row_ids` order). A transform's error
+/// reaches every rank (agree_on_error).
+std::vector<std::vector<double>> transform_whole_columns(
+    const Communicator& comm, const std::vector<std::vector<std::span<const double>>>& inputs,
+    std::span<const std::int64_t> row_ids, const RowRange& home, const WholeColumnTransform& transform);
 
 }  // namespace sdc::distributed

@@ -146,4 +146,19 @@ void finish_table_step(const distributed::Communicator& comm, RunReport& report,
   report.write(comm, report_path);
 }
 
+void write_masked_columns(const distributed::Communicator& comm, const RunContext& context,
+                          const std::filesystem::path& input, OpenedTable& opened,
+                          const std::vector<std::string>& variables, std::vector<std::vector<double>> masked,
+                          const std::filesystem::path& output, io::Hdf5WriteOptions write_options, StepRecord& step,
+                          PhaseClock& clock) {
+  for (Column& column : opened.part.table.mutable_columns()) {
+    const auto it = std::find(variables.begin(), variables.end(), column.name());
+    if (it == variables.end()) continue;
+    column.mutable_storage() = std::move(masked[static_cast<std::size_t>(it - variables.begin())]);
+  }
+  write_table_step_output(comm, input, opened, {}, variables, output, std::move(write_options), step.warnings);
+  if (comm.is_coordinator()) write_checkpoint(output, opened.fingerprint, step.results, context.permissions);
+  clock.lap("write");
+}
+
 }  // namespace sdc::engine

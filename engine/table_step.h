@@ -136,6 +136,15 @@ void write_table_step_output(const distributed::Communicator& comm, const std::f
                              const std::filesystem::path& output, io::Hdf5WriteOptions write_options,
                              std::vector<std::string>& warnings);
 
+/// Collective. The end of a step that masks continuous variables in place (swap rank, swap shuffle,
+/// noise): `masked[j]` (this rank's records) replaces variable `variables[j]`, the output is written
+/// (write_table_step_output) with the checkpoint of `step`'s results beside it, and "write" is lapped.
+void write_masked_columns(const distributed::Communicator& comm, const RunContext& context,
+                          const std::filesystem::path& input, OpenedTable& opened,
+                          const std::vector<std::string>& variables, std::vector<std::vector<double>> masked,
+                          const std::filesystem::path& output, io::Hdf5WriteOptions write_options, StepRecord& step,
+                          PhaseClock& clock);
+
 /// Collective. Records the step's inputs and its data output (none when `output` is empty: a step
 /// that writes only its report) in `report` and writes the report (to `report_path`, or to the job's
 /// report when the step runs in a job).

@@ -2,6 +2,7 @@
 // docs/swapping.md). `swap` groups the swapping methods; each subcommand is one step.
 
 #include "engine/cli/commands.h"
+#include "engine/swapping/data_shuffle_step.h"
 #include "engine/swapping/rank_swap_step.h"
 #include "engine/swapping/targeted_swap_step.h"
 
@@ -54,11 +55,13 @@ class SwapCommand final : public Command {
     add_filters_option(*rank, rank_.filters);
     add_resume_flag(*rank, paths_, rank_.output, rank_.resume, true);
     add_targeted(*swap);
+    add_shuffle(*swap);
     return swap;
   }
 
   Step& step() override {
     if (targeted_app_ != nullptr && targeted_app_->parsed()) return *targeted_step_;
+    if (shuffle_app_ != nullptr && shuffle_app_->parsed()) return *shuffle_step_;
     return *rank_step_;
   }
 
@@ -110,11 +113,32 @@ class SwapCommand final : public Command {
     add_resume_flag(*targeted, paths_, targeted_.output, targeted_.resume, true);
   }
 
+  void add_shuffle(CLI::App& swap) {
+    shuffle_app_ = swap.add_subcommand(
+        "shuffle",
+        "data shuffling of continuous variables: each variable's own values are redistributed over the records by "
+        "the ranks of values drawn from their distribution given --given (reverse mapping) (docs/swapping.md)");
+    add_input_option(*shuffle_app_, paths_, shuffle_.input);
+    add_output_option(*shuffle_app_, paths_, shuffle_.output);
+    add_report_option(*shuffle_app_, paths_, shuffle_.report);
+    add_variable_list_option(*shuffle_app_, "--variables", shuffle_.variables,
+                             "confidential continuous variables to shuffle")
+        ->required();
+    add_variable_list_option(*shuffle_app_, "--given", shuffle_.given,
+                             "non-confidential continuous variables the shuffled values stay related to");
+    add_seed_option(*shuffle_app_, paths_, shuffle_.seed_file);
+    add_filters_option(*shuffle_app_, shuffle_.filters);
+    add_resume_flag(*shuffle_app_, paths_, shuffle_.output, shuffle_.resume, true);
+  }
+
   CLI::App* targeted_app_ = nullptr;
+  CLI::App* shuffle_app_ = nullptr;
   std::unique_ptr<RankSwapStep> rank_step_ = make_rank_swap_step();
   RankSwapStepOptions& rank_ = rank_step_->options;
   std::unique_ptr<TargetedSwapStep> targeted_step_ = make_targeted_swap_step();
   TargetedSwapStepOptions& targeted_ = targeted_step_->options;
+  std::unique_ptr<DataShuffleStep> shuffle_step_ = make_data_shuffle_step();
+  DataShuffleStepOptions& shuffle_ = shuffle_step_->options;
 };
 
 }  // namespace

@@ -81,15 +81,8 @@ class NoiseStepImpl final : public NoiseStep {
                     {"variables", std::move(variables)}};
     for (const auto& warning : map.warnings) step.warnings.push_back(warning);
 
-    for (Column& column : table.mutable_columns()) {
-      const auto it = std::find(options.variables.begin(), options.variables.end(), column.name());
-      if (it == options.variables.end()) continue;
-      column.mutable_storage() = std::move(noised.released[static_cast<std::size_t>(it - options.variables.begin())]);
-    }
-    write_table_step_output(comm, options.input, opened, {}, options.variables, options.output, write_options,
-                            step.warnings);
-    if (comm.is_coordinator()) write_checkpoint(options.output, opened.fingerprint, step.results, context.permissions);
-    clock.lap("write");
+    write_masked_columns(comm, context, options.input, opened, options.variables, std::move(noised.released),
+                         options.output, write_options, step, clock);
     timer.stop();
     if (comm.is_coordinator())
       spdlog::info("noise: {} records, {} variables, {} noise", part.summary.row_count, options.variables.size(),

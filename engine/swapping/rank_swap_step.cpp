@@ -74,15 +74,8 @@ class RankSwapStepImpl final : public RankSwapStep {
                     {"swapped_values", reported_count(swapped_values, context.report_min_count)},
                     {"variables", std::move(variables)}};
 
-    for (Column& column : table.mutable_columns()) {
-      const auto it = std::find(options.variables.begin(), options.variables.end(), column.name());
-      if (it == options.variables.end()) continue;
-      column.mutable_storage() = std::move(result.masked[static_cast<std::size_t>(it - options.variables.begin())]);
-    }
-    write_table_step_output(comm, options.input, opened, {}, options.variables, options.output, write_options,
-                            step.warnings);
-    if (comm.is_coordinator()) write_checkpoint(options.output, opened.fingerprint, step.results, context.permissions);
-    clock.lap("write");
+    write_masked_columns(comm, context, options.input, opened, options.variables, std::move(result.masked),
+                         options.output, write_options, step, clock);
     timer.stop();
     if (comm.is_coordinator())
       spdlog::info("swap rank: {} records, {} variables, {} values swapped", part.summary.row_count,

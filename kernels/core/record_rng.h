@@ -49,6 +49,9 @@ enum class StepId : std::uint64_t {
   /// Additive and correlated noise (kernels/perturbation/noise.h): a record's standard normals (unit =
   /// row id; draw = variable index / 4, two normals from each pair of words).
   kNoise = 18,
+  /// Data shuffling (kernels/swapping/data_shuffle.h): a record's standard normals of the conditional
+  /// draw (unit = row id; draw = confidential variable index / 4).
+  kDataShuffle = 19,
 };
 
 /// The four counter words. `unit` is a global id: record (row id), household, cell or tree node.

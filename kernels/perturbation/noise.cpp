@@ -28,12 +28,13 @@ Eigen::MatrixXd cholesky(const Eigen::MatrixXd& s, const std::string& what) {
 
 }  // namespace
 
-NumericData noise_normals(std::span<const std::int64_t> row_ids, std::size_t variables, std::uint64_t seed) {
+NumericData noise_normals(std::span<const std::int64_t> row_ids, std::size_t variables, std::uint64_t seed,
+                          StepId step) {
   NumericData z;
   z.row_ids.assign(row_ids.begin(), row_ids.end());
   z.columns.assign(variables, std::vector<double>(row_ids.size()));
   for (std::size_t j = 0; j < variables; ++j) z.names.push_back("z" + std::to_string(j + 1));
-  const RecordRng rng(seed, StepId::kNoise);
+  const RecordRng rng(seed, step);
   for (std::size_t i = 0; i < row_ids.size(); ++i) {
     for (std::size_t block = 0; block * 4 < variables; ++block) {
       const auto bits = rng.bits({static_cast<std::uint64_t>(row_ids[i]), block, 0, 0});

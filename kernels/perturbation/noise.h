@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "kernels/core/numeric_columns.h"
+#include "kernels/core/record_rng.h"
 #include "kernels/distance/whitening.h"
 
 namespace sdc::perturbation {
@@ -38,9 +39,11 @@ struct NoiseOptions {
   bool restore_variance = false;  ///< correlated and exact
 };
 
-/// The records' standard normals: p columns, z_ij from Philox (StepId::kNoise, counter (row id, j/4, 0,
-/// 0)), two normals from each pair of words (normal_pair_from_bits).
-NumericData noise_normals(std::span<const std::int64_t> row_ids, std::size_t variables, std::uint64_t seed);
+/// The records' standard normals: p columns, z_ij from Philox (`step`, counter (row id, j/4, 0, 0)), two
+/// normals from each pair of words (normal_pair_from_bits). Noise draws with StepId::kNoise; data
+/// shuffling (kernels/swapping/data_shuffle.h) with its own StepId.
+NumericData noise_normals(std::span<const std::int64_t> row_ids, std::size_t variables, std::uint64_t seed,
+                          StepId step = StepId::kNoise);
 
 /// The columns of x, then those of z, as one block for the joint moments.
 NumericColumns joint_columns(const NumericColumns& x, const NumericColumns& z);

@@ -1,6 +1,6 @@
-// `sdc microaggregate`, `sdc linkage`, `sdc utility`, `sdc swap rank`, `sdc swap targeted` and `sdc noise`
-// under mpirun: equal output digests and equal report results for 1, 2 and 3 ranks and 1 or 2 threads on a
-// generated census, for every blocking and both rank-swap modes; every group holds at least k records.
+// `sdc microaggregate`, `sdc linkage`, `sdc utility`, `sdc swap rank`, `sdc swap targeted`, `sdc swap
+// shuffle` and `sdc noise` under mpirun: equal output digests and equal report results for 1, 2 and 3 ranks and 1 or 2
+// threads on a generated census, for every blocking and both rank-swap modes; every group holds at least k records.
 
 #include <gtest/gtest.h>
 
@@ -167,6 +167,16 @@ TEST_F(AContinuousMpiRun, AddsExactNoiseAlikeForAnyRankAndThreadCount) {
                                         true, {{"SDC_SEED", "20261126"}});
   ASSERT_FALSE(results.is_null());
   EXPECT_LT(results["noise_covariance_relative_deviation"].get<double>(), 1e-12);
+}
+
+TEST_F(AContinuousMpiRun, ShufflesDataAlikeForAnyRankAndThreadCount) {
+  // Each variable is gathered whole on its own rank for its scores and its reverse mapping.
+  const auto results = expect_invariant(
+      "swap-shuffle",
+      {"swap", "shuffle", "-i", census_.string(), "--variables", "income,savings", "--given", "expenditure"}, true,
+      {{"SDC_SEED", "20261126"}});
+  ASSERT_FALSE(results.is_null());
+  EXPECT_EQ(results["variables"].size(), 2U);
 }
 
 }  // namespace

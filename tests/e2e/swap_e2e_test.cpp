@@ -3,6 +3,7 @@
 // step in a job, and every refusal with its exit code, a message naming what is wrong and no output.
 // `sdc swap targeted` on the shared census-like file: the risky households per level against a count
 // written here, the TRS invariants of the method file on the released file, and its refusals.
+// `sdc swap shuffle`: every variable keeps its values, the relation to the given variable survives.
 
 #include <gtest/gtest.h>
 
@@ -10,6 +11,7 @@
 
 #include <algorithm>
 #include <map>
+#include <numeric>
 #include <random>
 #include <set>
 #include <string>
@@ -473,6 +475,70 @@ TEST(ATargetedSwap, SwapsTheMethodFilesSixHouseholdsAcrossRegionsWithTheirCarryA
       EXPECT_TRUE(region[r] == "A" || results["households_without_donor"] != 0) << "household " << hid[r];
     }
   }
+}
+
+// ---- data shuffling ----
+
+/// Spearman's rank correlation (distinct values).
+double rank_correlation(const std::vector<double>& x, const std::vector<double>& y) {
+  auto ranks = [](const std::vector<double>& v) {
+    std::vector<std::size_t> order(v.size());
+    std::iota(order.begin(), order.end(), std::size_t{0});
+    std::sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return v[a] < v[b]; });
+    std::vector<double> r(v.size());
+    for (std::size_t k = 0; k < order.size(); ++k) r[order[k]] = static_cast<double>(k);
+    return r;
+  };
+  const auto rx = ranks(x);
+  const auto ry = ranks(y);
+  const double n = static_cast<double>(x.size());
+  double sum = 0.0;
+  for (std::size_t i = 0; i < x.size(); ++i) sum += (rx[i] - (n - 1) / 2) * (ry[i] - (n - 1) / 2);
+  return sum / (n * (n * n - 1) / 12);
+}
+
+TEST(ADataShuffle, KeepsEveryVariablesValuesAndTheirRankRelationToTheGivenVariable) {
+  TempDir dir;
+  std::mt19937_64 engine(3);
+  std::normal_distribution<double> normal(0.0, 1.0);
+  std::string csv = "income,wealth,age\n";
+  for (int i = 0; i < 2000; ++i) {
+    const double age = normal(engine);
+    const double income = 0.7 * age + 0.714 * normal(engine);
+    const double wealth = 0.5 * income + 0.866 * normal(engine);
+    csv += std::to_string(income) + "," + std::to_string(wealth) + "," + std::to_string(age) + "\n";
+  }
+  write_text(dir / "survey.csv", csv);
+  const auto input = dir / "survey.h5";
+  ASSERT_EQ(run_sdc({"import", (dir / "survey.csv").string(), "-o", input.string(), "--type", "income=continuous",
+                     "--type", "wealth=continuous", "--type", "age=continuous"})
+                .exit_code,
+            0);
+  const auto report = dir / "shuffle.json";
+  const auto result = run_sdc({"swap", "shuffle", input.string(), "-o", (dir / "shuffled.h5").string(), "--variables",
+                               "income,wealth", "--given", "age", "--report", report.string()},
+                              {{"SDC_SEED", "20261126"}});
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  EXPECT_EQ(validate_report(report), "");
+  const auto before = exported(dir, input);
+  const auto after = exported(dir, dir / "shuffled.h5");
+  const auto age = csv_numbers(before, "age");
+  EXPECT_EQ(csv_numbers(after, "age"), age) << "the given variable is released as it is";
+  for (const std::string variable : {"income", "wealth"}) {
+    auto original = csv_numbers(before, variable);
+    auto shuffled = csv_numbers(after, variable);
+    const double kept = rank_correlation(original, age);
+    const double released = rank_correlation(shuffled, age);
+    std::printf("%s: Spearman with age %.4f before, %.4f after; with itself %.4f\n", variable.c_str(), kept, released,
+                rank_correlation(original, shuffled));
+    EXPECT_NEAR(released, kept, 0.06) << variable;
+    EXPECT_LT(rank_correlation(original, shuffled), 0.9) << variable << ": values moved between records";
+    std::sort(original.begin(), original.end());
+    std::sort(shuffled.begin(), shuffled.end());
+    EXPECT_EQ(original, shuffled) << variable << ": the same values, redistributed";
+  }
+  const auto results = step_results(report);
+  EXPECT_EQ(results["variables"][0]["name"], "income");
 }
 
 }  // namespace
