@@ -22,7 +22,8 @@ class MicroaggregateCommand final : public Command {
     app->add_option("--group-size,-k", options_.group_size, "the least number of records in a group (k, default 3)")
         ->check(whole_number_in(2, kMaxCount))
         ->type_name("K");
-    app->add_option("--method", options_.method,
+    // --algorithm too: in a job, `method` names the step, so a step gives `algorithm: vmdav`.
+    app->add_option("--method,--algorithm", options_.method,
                     "mdav (default), vmdav, univariate-optimal (one variable), projection-zscore or projection-pc1")
         ->type_name("METHOD");
     app->add_option("--aggregation", options_.aggregation, "the value of a group: mean (default) or median")

@@ -259,5 +259,21 @@ TEST(ABlockedMicroaggregation, KeepsPrincipalAxisBlocksWithinFivePercentOfGlobal
   EXPECT_LE(principal["il_percent"].get<double>(), 1.05 * global_il);
 }
 
+TEST(AMicroaggregationJob, ChoosesTheAlgorithmWithTheAlgorithmKeyBecauseMethodNamesTheStep) {
+  TempDir dir;
+  std::string csv = "x,y\n";
+  for (int i = 0; i < 60; ++i) csv += std::to_string(i * 7 % 31) + "," + std::to_string(i * 3 % 17) + "\n";
+  write_text(dir / "xy.csv", csv);
+  import_continuous(dir / "xy.csv", dir / "xy.h5");
+  write_text(dir / "job.yaml", "version: 1\ninput: " + (dir / "xy.h5").string() +
+                                   "\noutput_dir: " + (dir / "out").string() +
+                                   "\nsteps:\n  - method: microaggregate\n    algorithm: vmdav\n"
+                                   "    variables: [x, y]\n");
+  const auto report = dir / "job.json";
+  const auto result = run_sdc({"run", (dir / "job.yaml").string(), "--report", report.string()});
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  EXPECT_EQ(nlohmann::json::parse(read_text(report))["steps"][0]["parameters"]["method"], "vmdav");
+}
+
 }  // namespace
 }  // namespace sdc::testing
