@@ -72,6 +72,23 @@ CLI::Option* add_variable_list_option(CLI::App& app, const std::string& flag, st
   return app.add_option(flag, names, help)->delimiter(',')->allow_extra_args(false)->type_name(kVariableListType);
 }
 
+std::vector<std::string> split_list(const std::string& text, char separator) {
+  auto trim = [](const std::string& item) {
+    const auto first = item.find_first_not_of(" \t");
+    if (first == std::string::npos) return std::string();
+    return item.substr(first, item.find_last_not_of(" \t") - first + 1);
+  };
+  std::vector<std::string> items;
+  std::size_t begin = 0;
+  if (text.empty()) return items;
+  for (std::size_t end = text.find(separator); end != std::string::npos; end = text.find(separator, begin)) {
+    items.push_back(trim(text.substr(begin, end - begin)));
+    begin = end + 1;
+  }
+  items.push_back(trim(text.substr(begin)));
+  return items;
+}
+
 constexpr const char* kRepeatableListType = "VAR[,VAR...] (repeatable)";
 
 CLI::Option* add_repeatable_list_option(CLI::App& app, const std::string& flag, std::vector<std::string>& lists,

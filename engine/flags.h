@@ -47,6 +47,10 @@ CLI::Option* add_repeatable_list_option(CLI::App& app, const std::string& flag, 
                                         const std::string& help);
 bool is_repeatable_list_option(const CLI::Option& option);
 
+/// The items of a flag's value separated by `separator`, each trimmed of blanks; a trailing separator
+/// gives a last, empty item (so that "a," is seen as naming an empty variable); "" gives none.
+std::vector<std::string> split_list(const std::string& text, char separator);
+
 /// One message for each variable named twice in a variable list of `app` or of its parsed
 /// subcommands ("--keys: variable 'lau2' is given twice"), after parsing: a repeated key would
 /// silently change results (SUDA2 would count its MSUs twice).

@@ -18,20 +18,17 @@ ShuffledPart shuffle_data(const Communicator& comm, const NumericColumns& confid
                               [](std::size_t, const std::vector<std::span<const double>>& columns,
                                  std::span<const std::int64_t>) { return swapping::normal_scores(columns.front()); });
 
-  NumericData all_scores;
-  all_scores.row_ids.assign(confidential.row_ids.begin(), confidential.row_ids.end());
-  all_scores.names = confidential.names;
-  all_scores.names.insert(all_scores.names.end(), given.names.begin(), given.names.end());
-  all_scores.columns = scores;
-  const distance::Moments moments = distributed_moments(comm, distance::moments_local(all_scores.view()));
+  NumericColumns all_scores;
+  all_scores.row_ids = confidential.row_ids;
+  for (const auto& column : scores) all_scores.columns.emplace_back(column);
+  const distance::Moments moments = distributed_moments(comm, distance::moments_local(all_scores));
   const swapping::ShuffleMap map = swapping::shuffle_map(moments, p);
 
-  NumericData given_scores;
-  given_scores.row_ids = all_scores.row_ids;
-  given_scores.names = given.names;
-  given_scores.columns.assign(scores.begin() + static_cast<std::ptrdiff_t>(p), scores.end());
+  NumericColumns given_scores;
+  given_scores.row_ids = confidential.row_ids;
+  given_scores.columns.assign(all_scores.columns.begin() + static_cast<std::ptrdiff_t>(p), all_scores.columns.end());
   const NumericData normals = perturbation::noise_normals(confidential.row_ids, p, seed, StepId::kDataShuffle);
-  const std::vector<std::vector<double>> targets = swapping::shuffle_targets(given_scores.view(), normals.view(), map);
+  const std::vector<std::vector<double>> targets = swapping::shuffle_targets(given_scores, normals.view(), map);
 
   std::vector<std::vector<std::span<const double>>> map_inputs;
   for (std::size_t j = 0; j < p; ++j) map_inputs.push_back({confidential.columns[j], targets[j]});

@@ -5,6 +5,20 @@
 #include "distributed/compose/moments.h"
 
 namespace sdc::distributed {
+namespace {
+
+/// The moments of `count` of the variables, from `first` on.
+distance::Moments variables_of(const distance::Moments& all, std::size_t first, std::size_t count) {
+  const auto begin = static_cast<Eigen::Index>(first);
+  const auto size = static_cast<Eigen::Index>(count);
+  distance::Moments part;
+  part.count = all.count;
+  part.mean = all.mean.segment(begin, size);
+  part.covariance = all.covariance.block(begin, begin, size, size);
+  return part;
+}
+
+}  // namespace
 
 NoisedPart add_noise(const Communicator& comm, const NumericColumns& x, const perturbation::NoiseOptions& options,
                      std::uint64_t seed) {
@@ -17,31 +31,25 @@ NoisedPart add_noise(const Communicator& comm, const NumericColumns& x, const pe
   part.map = perturbation::noise_map(joint, p, options);
   part.released = perturbation::apply_noise(x, normals, part.map);
 
-  // The noise as drawn: x' − x before any variance restoring, recomputed from the map.
-  perturbation::NoiseMap drawn = part.map;
-  drawn.restore_variance = false;
-  NumericData noise;
-  noise.row_ids.assign(x.row_ids.begin(), x.row_ids.end());
-  noise.names = x.names;
-  noise.columns = perturbation::apply_noise(x, normals, drawn);
+  // The noise as drawn, x' − x before any variance restoring (then drawn again without it).
+  std::vector<std::vector<double>> noise;
+  if (part.map.restore_variance) {
+    perturbation::NoiseMap drawn = part.map;
+    drawn.restore_variance = false;
+    noise = perturbation::apply_noise(x, normals, drawn);
+  } else {
+    noise = part.released;
+  }
   for (std::size_t j = 0; j < p; ++j)
-    for (std::size_t i = 0; i < x.records(); ++i) noise.columns[j][i] -= x.columns[j][i];
-  NumericData released;
-  released.names = x.names;
-  released.row_ids = noise.row_ids;
-  released.columns = part.released;
-  const distance::Moments after =
-      distributed_moments(comm, distance::moments_local(perturbation::joint_columns(released.view(), noise.view())));
-  const auto q = static_cast<Eigen::Index>(p);
-  part.original.count = joint.count;
-  part.original.mean = joint.mean.head(q);
-  part.original.covariance = joint.covariance.topLeftCorner(q, q);
-  part.released_moments.count = after.count;
-  part.released_moments.mean = after.mean.head(q);
-  part.released_moments.covariance = after.covariance.topLeftCorner(q, q);
-  part.noise.count = after.count;
-  part.noise.mean = after.mean.tail(q);
-  part.noise.covariance = after.covariance.bottomRightCorner(q, q);
+    for (std::size_t i = 0; i < x.records(); ++i) noise[j][i] -= x.columns[j][i];
+  NumericColumns measured;
+  measured.row_ids = x.row_ids;
+  for (const auto& column : part.released) measured.columns.emplace_back(column);
+  for (const auto& column : noise) measured.columns.emplace_back(column);
+  const distance::Moments after = distributed_moments(comm, distance::moments_local(measured));
+  part.original = variables_of(joint, 0, p);
+  part.released_moments = variables_of(after, 0, p);
+  part.noise = variables_of(after, p, p);
   return part;
 }
 

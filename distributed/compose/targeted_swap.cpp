@@ -62,6 +62,7 @@ void put_counts(ByteWriter& out, const swapping::TargetedSwapPlan& plan) {
     out.put(level.without_donor);
     out.put(level.quota_added);
   }
+  out.put(plan.households);
   out.put(plan.quota_total);
   out.put(plan.swapped_households);
   out.put(plan.swapped_records);
@@ -79,6 +80,7 @@ swapping::TargetedSwapPlan counts_from(std::span<const std::byte> bytes) {
     level.without_donor = in.get<std::int64_t>();
     level.quota_added = in.get<std::int64_t>();
   }
+  plan.households = in.get<std::int64_t>();
   plan.quota_total = in.get<std::int64_t>();
   plan.swapped_households = in.get<std::int64_t>();
   plan.swapped_records = in.get<std::int64_t>();

@@ -17,12 +17,12 @@
 #include <cmath>
 #include <limits>
 #include <map>
-#include <sstream>
 
 #include "distributed/collective_error.h"
 #include "distributed/compose/frequency_count.h"
 #include "distributed/compose/loglinear.h"
 #include "distributed/compose/risk_merges.h"
+#include "engine/flags.h"
 #include "engine/risk/risk_measure.h"
 #include "kernels/bootstrap/replicates.h"
 #include "kernels/core/error.h"
@@ -59,15 +59,6 @@ std::string trim(const std::string& text) {
   return text.substr(first, last - first + 1);
 }
 
-std::vector<std::string> split(const std::string& text, char separator) {
-  std::vector<std::string> parts;
-  std::string part;
-  std::istringstream in(text);
-  while (std::getline(in, part, separator)) parts.push_back(trim(part));
-  if (!text.empty() && text.back() == separator) parts.emplace_back();
-  return parts;
-}
-
 std::string join(const std::vector<std::string>& names, const char* separator) {
   std::string out;
   for (std::size_t i = 0; i < names.size(); ++i) out += (i == 0 ? "" : separator) + names[i];
@@ -90,12 +81,12 @@ std::vector<std::vector<std::size_t>> parse_model(const std::string& flag, const
       for (std::size_t b = a + 1; b < m; ++b) generators.push_back({a, b});
     return generators;
   }
-  for (const std::string& term : split(text, '+')) {
+  for (const std::string& term : split_list(text, '+')) {
     if (term.empty())
       throw UsageError(flag + ": model '" + text +
                        "' has an empty term (give independence, two-way or terms like a*b+b*c)");
     std::vector<std::size_t> generator;
-    for (const std::string& name : split(term, '*')) {
+    for (const std::string& name : split_list(term, '*')) {
       const auto it = std::find(key_names.begin(), key_names.end(), name);
       if (it == key_names.end())
         throw UsageError(flag + ": '" + name + "' in model '" + text + "' is not one of the key variables (--keys " +
@@ -432,7 +423,7 @@ void LogLinearMeasure::run(const RiskContext& context, RiskMeasureOutput& output
   } else {
     std::vector<FittedModel> fitted;
     std::vector<LogLinearScore> scores;
-    for (const std::string& candidate : split(candidates_.value_or(kDefaultCandidates), ';')) {
+    for (const std::string& candidate : split_list(candidates_.value_or(kDefaultCandidates), ';')) {
       if (candidate.empty()) throw UsageError("--loglinear-candidates: an empty model between ';'");
       fitted.push_back(fit_model(context, "--loglinear-candidates", candidate, observed, sizes, n));
       scores.push_back(fitted.back().score);

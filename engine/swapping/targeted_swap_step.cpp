@@ -17,6 +17,7 @@
 #include "distributed/collective_error.h"
 #include "distributed/compose/targeted_swap.h"
 #include "engine/checkpoint.h"
+#include "engine/flags.h"
 #include "engine/report/run_report.h"
 #include "engine/report/small_counts.h"
 #include "engine/table_step.h"
@@ -62,18 +63,6 @@ void put_word(Column& column, std::size_t row, std::uint64_t word) {
       column.mutable_ids()[row] = static_cast<std::int64_t>(word);
       return;
   }
-}
-
-/// "a,b" → {a, b}; "a," → {a, ""}, so that an empty name is seen.
-std::vector<std::string> split_names(const std::string& text) {
-  std::vector<std::string> names;
-  std::size_t begin = 0;
-  for (std::size_t comma = text.find(','); comma != std::string::npos; comma = text.find(',', begin)) {
-    names.push_back(text.substr(begin, comma - begin));
-    begin = comma + 1;
-  }
-  names.push_back(text.substr(begin));
-  return names;
 }
 
 class TargetedSwapStepImpl final : public TargetedSwapStep {
@@ -150,12 +139,7 @@ class TargetedSwapStepImpl final : public TargetedSwapStep {
     clock.lap("risk after");
 
     const swapping::TargetedSwapPlan& plan = swapped.plan;
-    const std::int64_t households = comm.all_reduce_sum(static_cast<std::int64_t>(
-        std::count_if(household_ids.begin(), household_ids.end(), [&, i = std::size_t{0}](std::int64_t) mutable {
-          const bool first = i == 0 || household_ids[i] != household_ids[i - 1];
-          ++i;
-          return first;
-        })));
+    const std::int64_t households = plan.households;
     const std::int64_t min_count = context.report_min_count;
     nlohmann::json levels = nlohmann::json::array();
     for (std::size_t h = 0; h < plan.levels.size(); ++h) {
@@ -204,7 +188,7 @@ class TargetedSwapStepImpl final : public TargetedSwapStep {
     for (const auto& name : options.risk_variables)
       expect_variable(available, name, VariableType::kCategorical, "risk-variables", problems);
     for (const auto& profile : options.similar)
-      for (const auto& name : split_names(profile))
+      for (const auto& name : split_list(profile, ','))
         expect_variable(available, name, VariableType::kCategorical, "similar", problems);
     for (const auto& name : options.carry_along)
       expect_variable(available, name, std::nullopt, "carry-along", problems);
@@ -258,8 +242,8 @@ class TargetedSwapStepImpl final : public TargetedSwapStep {
         parsed.carry_along.push_back(name);
     }
     for (const auto& text : options.similar) {
-      const std::vector<std::string> names = split_names(text);
-      if (std::any_of(names.begin(), names.end(), [](const auto& n) { return n.empty(); }))
+      const std::vector<std::string> names = split_list(text, ',');
+      if (names.empty() || std::any_of(names.begin(), names.end(), [](const auto& n) { return n.empty(); }))
         throw UsageError("--similar: expected a comma-separated list of variables, got '" + text + "'");
       once(names, "--similar");
       std::vector<std::size_t> profile;

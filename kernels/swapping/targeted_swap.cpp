@@ -369,6 +369,7 @@ TargetedSwapPlan plan_targeted_swap(const HouseholdSummaries& households, const 
   SDC_CHECK(levels >= 1 && levels < 255, "a hierarchy of 1 to 254 levels");
   SDC_CHECK(!options.profiles.empty() && options.profiles.size() < 256, "1 to 255 similarity profiles");
   TargetedSwapPlan plan;
+  plan.households = static_cast<std::int64_t>(n);
   plan.levels.resize(levels);
   const std::vector<std::uint8_t> level_of = household_levels(households, options.threshold);
   for (std::size_t i = 0; i < n; ++i) {

@@ -173,6 +173,7 @@ struct SwapPair {
 struct TargetedSwapPlan {
   std::vector<SwapPair> pairs;
   std::vector<TargetedSwapLevel> levels;
+  std::int64_t households = 0;
   std::int64_t quota_total = 0;
   std::int64_t swapped_households = 0;  ///< 2 · pairs
   std::int64_t swapped_records = 0;     ///< members of both households, over the pairs
