@@ -93,6 +93,12 @@ class ByteWriter {
     static_assert(std::is_trivially_copyable_v<T>);
     append(values.data(), values.size_bytes());
   }
+  /// Its length, then its values.
+  template <typename T>
+  void put_vector(const std::vector<T>& values) {
+    put(static_cast<std::uint64_t>(values.size()));
+    put_span(std::span<const T>(values));
+  }
   std::vector<std::byte>& bytes() {
     bytes_.resize(size_);
     return bytes_;
@@ -121,6 +127,13 @@ class ByteReader {
   template <typename T>
   void get_span(std::span<T> out) {
     read_into(out.data(), out.size_bytes());
+  }
+  /// What put_vector wrote.
+  template <typename T>
+  std::vector<T> get_vector() {
+    std::vector<T> values(get<std::uint64_t>());
+    get_span(std::span<T>(values));
+    return values;
   }
   bool done() const { return position_ == bytes_.size(); }
 

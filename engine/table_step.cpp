@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "distributed/collective_error.h"
+#include "kernels/core/error.h"
 #include "kernels/risk/frequency_count.h"
 
 namespace sdc::engine {
@@ -28,6 +29,12 @@ ContinuousColumns continuous_columns(const Table& table, const std::vector<std::
   }
   out.columns.row_ids = out.row_ids;
   return out;
+}
+
+Column& mutable_column(Table& table, const std::string& name) {
+  for (Column& column : table.mutable_columns())
+    if (column.name() == name) return column;
+  throw InvalidInput(table.source() + ": no variable '" + name + "'");
 }
 
 KeyColumns key_columns(const Table& table, const std::vector<std::string>& names) {

@@ -57,6 +57,9 @@ ContinuousColumns continuous_columns(const Table& table, const std::vector<std::
 /// InvalidInput naming the table and the variable when one is absent or not categorical.
 KeyColumns key_columns(const Table& table, const std::vector<std::string>& names);
 
+/// The column `name` of `table`, to be changed in place. InvalidInput naming the table when absent.
+Column& mutable_column(Table& table, const std::string& name);
+
 /// Collective: the first missing code of `keys` (named `names`) over all ranks is an error naming the
 /// input, the variable and the row id, followed by `hint`.
 void reject_missing_codes(const distributed::Communicator& comm, const std::filesystem::path& input, const Table& table,

@@ -9,31 +9,18 @@
 namespace sdc::distributed {
 namespace {
 
-template <typename T>
-void put_vector(ByteWriter& out, const std::vector<T>& values) {
-  out.put(static_cast<std::uint64_t>(values.size()));
-  out.put_span(std::span<const T>(values));
-}
-
-template <typename T>
-std::vector<T> get_vector(ByteReader& in) {
-  std::vector<T> values(in.get<std::uint64_t>());
-  in.get_span(std::span<T>(values));
-  return values;
-}
-
 /// What the coordinator needs of a household: everything but its first row.
 std::vector<std::byte> summary_bytes(const swapping::HouseholdSummaries& households) {
   ByteWriter out;
   out.put(static_cast<std::uint64_t>(households.levels));
   out.put(static_cast<std::uint64_t>(households.similar_count));
   out.put(static_cast<std::uint64_t>(households.carry_count));
-  put_vector(out, households.ids);
-  put_vector(out, households.members);
-  put_vector(out, households.geography);
-  put_vector(out, households.similar);
-  put_vector(out, households.carry);
-  put_vector(out, households.risk);
+  out.put_vector(households.ids);
+  out.put_vector(households.members);
+  out.put_vector(households.geography);
+  out.put_vector(households.similar);
+  out.put_vector(households.carry);
+  out.put_vector(households.risk);
   return std::move(out.bytes());
 }
 
@@ -43,12 +30,12 @@ swapping::HouseholdSummaries summaries_from(std::span<const std::byte> bytes) {
   households.levels = in.get<std::uint64_t>();
   households.similar_count = in.get<std::uint64_t>();
   households.carry_count = in.get<std::uint64_t>();
-  households.ids = get_vector<std::int64_t>(in);
-  households.members = get_vector<std::int32_t>(in);
-  households.geography = get_vector<std::int32_t>(in);
-  households.similar = get_vector<std::int32_t>(in);
-  households.carry = get_vector<std::uint64_t>(in);
-  households.risk = get_vector<double>(in);
+  households.ids = in.get_vector<std::int64_t>();
+  households.members = in.get_vector<std::int32_t>();
+  households.geography = in.get_vector<std::int32_t>();
+  households.similar = in.get_vector<std::int32_t>();
+  households.carry = in.get_vector<std::uint64_t>();
+  households.risk = in.get_vector<double>();
   households.first_rows.assign(households.ids.size(), 0);
   return households;
 }

@@ -1,8 +1,9 @@
-// `sdc swap rank`: the flags of the rank-swapping step (engine/swapping/rank_swap_step.h,
+// `sdc swap rank|targeted|shuffle|frontier`: the flags of the swapping steps (engine/swapping/*_step.h,
 // docs/swapping.md). `swap` groups the swapping methods; each subcommand is one step.
 
 #include "engine/cli/commands.h"
 #include "engine/swapping/data_shuffle_step.h"
+#include "engine/swapping/karr_sanil_step.h"
 #include "engine/swapping/rank_swap_step.h"
 #include "engine/swapping/targeted_swap_step.h"
 
@@ -56,12 +57,14 @@ class SwapCommand final : public Command {
     add_resume_flag(*rank, paths_, rank_.output, rank_.resume, true);
     add_targeted(*swap);
     add_shuffle(*swap);
+    add_frontier(*swap);
     return swap;
   }
 
   Step& step() override {
     if (targeted_app_ != nullptr && targeted_app_->parsed()) return *targeted_step_;
     if (shuffle_app_ != nullptr && shuffle_app_->parsed()) return *shuffle_step_;
+    if (frontier_app_ != nullptr && frontier_app_->parsed()) return *frontier_step_;
     return *rank_step_;
   }
 
@@ -131,6 +134,74 @@ class SwapCommand final : public Command {
     add_resume_flag(*shuffle_app_, paths_, shuffle_.output, shuffle_.resume, true);
   }
 
+  void add_frontier(CLI::App& swap) {
+    auto* app = swap.add_subcommand(
+        "frontier",
+        "Karr-Sanil data swapping: candidate releases swap attributes between random pairs of records at several "
+        "rates; their disclosure risk and data utility give a frontier, and the best release under --risk-bound "
+        "is written (docs/swapping.md)");
+    frontier_app_ = app;
+    add_input_option(*app, paths_, frontier_.input);
+    app->add_option("--output,-o", frontier_.output,
+                    "the best release under --risk-bound (written under a temporary name, renamed when complete); "
+                    "without it only the frontier is computed")
+        ->type_name("FILE");
+    paths_.writes("--output", frontier_.output);
+    add_report_option(*app, paths_, frontier_.report);
+    add_variable_list_option(*app, "--variables", frontier_.variables,
+                             "the release's categorical variables: the table whose small cells give the risk and "
+                             "whose change gives the utility")
+        ->required();
+    add_repeatable_list_option(*app, "--swap-attributes", frontier_.swap_attributes,
+                               "variables swapped together in one candidate (repeat for more candidates; default: "
+                               "each variable of --variables and each pair)");
+    app->add_option("--rates", frontier_.rates,
+                    "swap rates s: a candidate swaps floor(s n / 2) pairs (default 0.01,0.02,0.05,0.1,0.2)")
+        ->delimiter(',')
+        ->allow_extra_args(false)
+        ->type_name("S[,S...]");
+    app->add_option("--replicates", frontier_.replicates,
+                    "random pairings per candidate, averaged for the frontier (default 5)")
+        ->check(whole_number_in(1, 1000))
+        ->type_name("R");
+    add_variable_list_option(*app, "--within", frontier_.within,
+                             "categorical variables both records of a pair must share (no swapping across them)");
+    app->add_option("--utility", frontier_.utility,
+                    "the data utility of the frontier: minus the Hellinger distance, total variation or absolute "
+                    "entropy change of the table, or the log-likelihood change under --loglinear (default hellinger)")
+        ->type_name("hellinger|total-variation|entropy|loglinear");
+    app->add_option("--loglinear", frontier_.loglinear,
+                    "the log-linear model M* (independence, two-way or terms a*b+b*c of --variables), or candidates "
+                    "M1;M2;... of which --loglinear-select picks one (default independence;two-way)")
+        ->type_name("MODEL[;MODEL...]");
+    app->add_option("--loglinear-select", frontier_.loglinear_select,
+                    "the criterion choosing M* among several models on the original table (default bic)")
+        ->type_name("aic|bic");
+    app->add_option("--loglinear-parameters", frontier_.loglinear_parameters,
+                    "refit: M* is fitted again to each swapped table (default); original: the original table's fit")
+        ->type_name("refit|original");
+    app->add_option("--risk-bound", frontier_.risk_bound,
+                    "the largest mean disclosure risk of the release written to --output")
+        ->check(CLI::Range(0.0, 1.0))
+        ->type_name("ALPHA");
+    app->add_flag("--unchanged-count-as-unswapped", frontier_.unchanged_count_as_unswapped,
+                  "records of a pair whose values did not change count as unswapped in the risk");
+    app->add_option("--frontier-table", frontier_.frontier_table,
+                    "the candidates' mean risk and utility as CSV (default: beside --output, else --report, as "
+                    "NAME.frontier.csv)")
+        ->type_name("FILE.csv");
+    app->add_option("--frontier-plot", frontier_.frontier_plot,
+                    "the frontier as an SVG plot (default: beside --output, else --report, as NAME.frontier.svg)")
+        ->type_name("FILE.svg");
+    paths_.declare("--frontier-table", io::PathAccess::kWrite,
+                   [this] { return std::vector<std::filesystem::path>{frontier_files(frontier_).table}; });
+    paths_.declare("--frontier-plot", io::PathAccess::kWrite,
+                   [this] { return std::vector<std::filesystem::path>{frontier_files(frontier_).plot}; });
+    add_seed_option(*app, paths_, frontier_.seed_file);
+    add_filters_option(*app, frontier_.filters);
+    add_resume_flag(*app, paths_, frontier_.output, frontier_.resume, true);
+  }
+
   CLI::App* targeted_app_ = nullptr;
   CLI::App* shuffle_app_ = nullptr;
   std::unique_ptr<RankSwapStep> rank_step_ = make_rank_swap_step();
@@ -139,6 +210,9 @@ class SwapCommand final : public Command {
   TargetedSwapStepOptions& targeted_ = targeted_step_->options;
   std::unique_ptr<DataShuffleStep> shuffle_step_ = make_data_shuffle_step();
   DataShuffleStepOptions& shuffle_ = shuffle_step_->options;
+  CLI::App* frontier_app_ = nullptr;
+  std::unique_ptr<KarrSanilStep> frontier_step_ = make_karr_sanil_step();
+  KarrSanilStepOptions& frontier_ = frontier_step_->options;
 };
 
 }  // namespace

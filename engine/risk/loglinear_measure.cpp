@@ -23,6 +23,7 @@
 #include "distributed/compose/loglinear.h"
 #include "distributed/compose/risk_merges.h"
 #include "engine/flags.h"
+#include "engine/loglinear_model.h"
 #include "engine/risk/risk_measure.h"
 #include "kernels/bootstrap/replicates.h"
 #include "kernels/core/error.h"
@@ -37,9 +38,6 @@ constexpr const char* kRiskColumn = "loglinear_risk";
 constexpr const char* kInverseColumn = "loglinear_expected_inverse";
 constexpr const char* kDefaultCandidates = "independence;two-way";
 
-/// A model whose fitted margins variable elimination cannot reach within the kernel's intermediate-table
-/// limit streams the whole grid once per such margin and sweep; refused beyond this many cells a sweep.
-constexpr std::uint64_t kStreamedCellsPerSweepLimit = std::uint64_t{1} << 28;
 /// The parametric bootstrap draws every grid cell in every replicate: refused beyond B × cells.
 constexpr std::uint64_t kBootstrapCellLimit = std::uint64_t{1} << 32;
 
@@ -51,63 +49,6 @@ VariableInfo continuous_variable(const std::string& name) {
 }
 
 nlohmann::json number_or_null(double x) { return std::isfinite(x) ? nlohmann::json(x) : nlohmann::json(nullptr); }
-
-std::string trim(const std::string& text) {
-  const auto first = text.find_first_not_of(" \t");
-  if (first == std::string::npos) return {};
-  const auto last = text.find_last_not_of(" \t");
-  return text.substr(first, last - first + 1);
-}
-
-std::string join(const std::vector<std::string>& names, const char* separator) {
-  std::string out;
-  for (std::size_t i = 0; i < names.size(); ++i) out += (i == 0 ? "" : separator) + names[i];
-  return out;
-}
-
-/// The generators of MODEL: `independence`, `two-way` or terms `a*b+b*c` of key names.
-std::vector<std::vector<std::size_t>> parse_model(const std::string& flag, const std::string& model,
-                                                  const std::vector<std::string>& key_names) {
-  const std::string text = trim(model);
-  std::vector<std::vector<std::size_t>> generators;
-  const std::size_t m = key_names.size();
-  if (text == "independence") {
-    for (std::size_t j = 0; j < m; ++j) generators.push_back({j});
-    return generators;
-  }
-  if (text == "two-way") {
-    if (m == 1) generators.push_back({0});
-    for (std::size_t a = 0; a < m; ++a)
-      for (std::size_t b = a + 1; b < m; ++b) generators.push_back({a, b});
-    return generators;
-  }
-  for (const std::string& term : split_list(text, '+')) {
-    if (term.empty())
-      throw UsageError(flag + ": model '" + text +
-                       "' has an empty term (give independence, two-way or terms like a*b+b*c)");
-    std::vector<std::size_t> generator;
-    for (const std::string& name : split_list(term, '*')) {
-      const auto it = std::find(key_names.begin(), key_names.end(), name);
-      if (it == key_names.end())
-        throw UsageError(flag + ": '" + name + "' in model '" + text + "' is not one of the key variables (--keys " +
-                         join(key_names, ",") + ")");
-      generator.push_back(static_cast<std::size_t>(it - key_names.begin()));
-    }
-    generators.push_back(std::move(generator));
-  }
-  return generators;
-}
-
-/// The canonical generators by name, keys of a term in --keys order: "sex*age+age*marstat".
-std::string model_formula(const LogLinearModelSpec& spec, const std::vector<std::string>& key_names) {
-  std::vector<std::string> terms;
-  for (const auto& generator : spec.generators) {
-    std::vector<std::string> names;
-    for (std::size_t j : generator) names.push_back(key_names[j]);
-    terms.push_back(join(names, "*"));
-  }
-  return join(terms, "+");
-}
 
 nlohmann::json generator_names(const LogLinearModelSpec& spec, const std::vector<std::string>& key_names) {
   nlohmann::json out = nlohmann::json::array();
@@ -301,21 +242,15 @@ FittedModel LogLinearMeasure::fit_model(const RiskContext& context, const std::s
                                         std::int64_t n) const {
   LogLinearModelSpec raw;
   raw.level_counts = observed.level_counts;
-  raw.generators = parse_model(flag, model, context.key_names);
+  raw.generators = parse_loglinear_model(flag, model, context.key_names, "--keys");
   FittedModel out;
   try {
     out.spec = canonical_model(raw);
   } catch (const ParameterError& error) {
-    throw UsageError(flag + ": model '" + trim(model) + "': " + error.what());
+    throw UsageError(flag + ": model '" + trimmed_model(model) + "': " + error.what());
   }
   const LogLinearFitOptions options;
-  const std::uint64_t streamed = loglinear_streamed_cells_per_sweep(out.spec, options);
-  if (streamed > kStreamedCellsPerSweepLimit)
-    throw UsageError(flag + ": model '" + model_formula(out.spec, context.key_names) +
-                     "' is not decomposable enough: "
-                     "its fit would stream " +
-                     std::to_string(streamed) + " grid cells per sweep (limit 2^28 = " +
-                     std::to_string(kStreamedCellsPerSweepLimit) + "); give fewer interactions or fewer keys");
+  check_loglinear_model_cost(flag, out.spec, context.key_names);
   const MarginCounts margins = distributed::distributed_loglinear_margins(context.comm, out.spec, observed);
   out.fit = fit_loglinear(out.spec, margins, options);
   out.mu = record_means(out.spec, out.fit, observed);
@@ -350,7 +285,7 @@ FittedModel LogLinearMeasure::fit_model(const RiskContext& context, const std::s
 
 nlohmann::json score_json(const FittedModel& model, const std::vector<std::string>& key_names) {
   const auto grid = static_cast<std::int64_t>(loglinear_grid_size(model.spec));
-  return {{"model", model_formula(model.spec, key_names)},
+  return {{"model", loglinear_model_formula(model.spec, key_names)},
           {"log_likelihood", number_or_null(model.score.log_likelihood)},
           {"deviance", number_or_null(model.score.deviance)},
           {"parameters", model.score.parameters},
@@ -441,7 +376,7 @@ void LogLinearMeasure::run(const RiskContext& context, RiskMeasureOutput& output
   }
   const std::vector<double>& mu = chosen.mu;
   if (!chosen.fit.converged)
-    output.warnings.push_back("the log-linear fit of " + model_formula(chosen.spec, context.key_names) +
+    output.warnings.push_back("the log-linear fit of " + loglinear_model_formula(chosen.spec, context.key_names) +
                               " did not converge in " + std::to_string(chosen.fit.sweeps) +
                               " sweeps (largest relative margin change " +
                               std::to_string(chosen.fit.max_relative_change) + ")");
@@ -498,7 +433,7 @@ void LogLinearMeasure::run(const RiskContext& context, RiskMeasureOutput& output
   partial.unit_inclusion = unit_inclusion != 0;
   const LogLinearRisk total = loglinear_risk_finalize(partial, risk_options);
 
-  nlohmann::json results = {{"model", model_formula(chosen.spec, context.key_names)},
+  nlohmann::json results = {{"model", loglinear_model_formula(chosen.spec, context.key_names)},
                             {"generators", generator_names(chosen.spec, context.key_names)},
                             {"mode", compat ? "compat" : "native"},
                             {"grid_cells", static_cast<std::int64_t>(loglinear_grid_size(chosen.spec))},

@@ -121,8 +121,8 @@ class TargetedSwapStepImpl final : public TargetedSwapStep {
 
     std::vector<std::int32_t> flag(static_cast<std::size_t>(table.row_count()), 0);
     std::vector<Column*> moved;
-    for (const auto& name : options.hierarchy) moved.push_back(mutable_column(table, name));
-    for (const auto& name : parsed.carry_along) moved.push_back(mutable_column(table, name));
+    for (const auto& name : options.hierarchy) moved.push_back(&mutable_column(table, name));
+    for (const auto& name : parsed.carry_along) moved.push_back(&mutable_column(table, name));
     for (std::size_t k = 0; k < swapped.first_rows.size(); ++k) {
       const auto first = static_cast<std::size_t>(swapped.first_rows[k]);
       for (std::size_t row = first; row < first + static_cast<std::size_t>(swapped.members[k]); ++row) {
@@ -257,12 +257,6 @@ class TargetedSwapStepImpl final : public TargetedSwapStep {
     if (parsed.profiles.size() > 255) throw UsageError("--similar: at most 255 profiles");
     if (parsed.profiles.empty()) parsed.profiles.emplace_back();
     return parsed;
-  }
-
-  static Column* mutable_column(Table& table, const std::string& name) {
-    for (Column& column : table.mutable_columns())
-      if (column.name() == name) return &column;
-    throw InvalidInput(table.source() + ": no variable '" + name + "'");
   }
 
   /// Collective: a household whose members disagree on a hierarchy or carry-along variable is an error

@@ -52,6 +52,9 @@ enum class StepId : std::uint64_t {
   /// Data shuffling (kernels/swapping/data_shuffle.h): a record's standard normals of the conditional
   /// draw (unit = row id; draw = confidential variable index / 4).
   kDataShuffle = 19,
+  /// Karr–Sanil data swapping (kernels/swapping/karr_sanil.h): a record's selection key in a replicate
+  /// (unit = row id; replicate = the replicate's index).
+  kKarrSanilSelection = 20,
 };
 
 /// The four counter words. `unit` is a global id: record (row id), household, cell or tree node.

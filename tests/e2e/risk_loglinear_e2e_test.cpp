@@ -164,7 +164,7 @@ TEST_F(LogLinearToy, BootstrapsTauReproduciblyFromTheSeed) {
 }
 
 TEST_F(LogLinearToy, RefusesBadOptionsWithoutLeavingOutput) {
-  expect_error({"--loglinear", "a*c"}, 2, "--loglinear: 'c' in model 'a*c' is not one of the key variables");
+  expect_error({"--loglinear", "a*c"}, 2, "--loglinear: 'c' in model 'a*c' is not one of the variables of --keys");
   expect_error({"--loglinear", "a+"}, 2, "--loglinear: model 'a+' has an empty term");
   expect_error({"--loglinear", "independence", "--loglinear-bound", "3"}, 2, "--loglinear-bound");
   expect_error({"--mode", "compat", "--loglinear", "independence", "--loglinear-sampling-fraction", "0.4"}, 2,
