@@ -3,6 +3,7 @@
 #include <utility>
 
 #include "distributed/compose/moments.h"
+#include "kernels/core/error.h"
 
 namespace sdc::distributed {
 namespace {
@@ -18,17 +19,23 @@ distance::Moments variables_of(const distance::Moments& all, std::size_t first, 
   return part;
 }
 
-}  // namespace
-
-NoisedPart add_noise(const Communicator& comm, const NumericColumns& x, const perturbation::NoiseOptions& options,
-                     std::uint64_t seed) {
+NoisedPart noised(const Communicator& comm, const NumericColumns& x, const NumericColumns* original,
+                  const perturbation::NoiseOptions& options, std::uint64_t seed) {
   const std::size_t p = x.variables();
   const NumericData z = perturbation::noise_normals(x.row_ids, p, seed);
   const NumericColumns normals = z.view();
   const distance::Moments joint =
       distributed_moments(comm, distance::moments_local(perturbation::joint_columns(x, normals)));
   NoisedPart part;
-  part.map = perturbation::noise_map(joint, p, options);
+  if (original != nullptr) {
+    part.reference = distributed_moments(comm, distance::moments_local(*original));
+    part.restore = perturbation::restore_target(
+        part.reference->covariance,
+        joint.covariance.topLeftCorner(static_cast<Eigen::Index>(p), static_cast<Eigen::Index>(p)));
+    part.map = perturbation::restore_covariance_map(joint, p, *part.restore, options);
+  } else {
+    part.map = perturbation::noise_map(joint, p, options);
+  }
   part.released = perturbation::apply_noise(x, normals, part.map);
 
   // The noise as drawn, x' − x before any variance restoring (then drawn again without it).
@@ -51,6 +58,20 @@ NoisedPart add_noise(const Communicator& comm, const NumericColumns& x, const pe
   part.released_moments = variables_of(after, 0, p);
   part.noise = variables_of(after, p, p);
   return part;
+}
+
+}  // namespace
+
+NoisedPart add_noise(const Communicator& comm, const NumericColumns& x, const perturbation::NoiseOptions& options,
+                     std::uint64_t seed) {
+  return noised(comm, x, nullptr, options, seed);
+}
+
+NoisedPart add_noise(const Communicator& comm, const NumericColumns& x, const NumericColumns& original,
+                     const perturbation::NoiseOptions& options, std::uint64_t seed) {
+  SDC_CHECK(original.variables() == x.variables() && original.records() == x.records(),
+            "the original's values of the same records and variables");
+  return noised(comm, x, &original, options, seed);
 }
 
 }  // namespace sdc::distributed

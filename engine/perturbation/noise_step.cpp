@@ -1,10 +1,13 @@
 #include "engine/perturbation/noise_step.h"
 
-// Noise on continuous variables (docs/noise.md; docs/methods perturbation.md §2). The moments of the
+// Noise on continuous variables (docs/noise.md; docs/methods perturbation.md §2–3). The moments of the
 // variables and of the records' normal draws are merged over all ranks, every rank builds the same
 // map from them, and each record's noise follows from its values, its row id and the map
 // (distributed/compose/noise.h). The report gives the constant c, each variable's mean and sd before
-// and after and those of the noise, and how far the noise's covariance lies from its target.
+// and after and those of the noise, and how far the noise's covariance lies from its target. The
+// restore-covariance models read the file before masking (--original) in the input's row ranges, as
+// the comparison steps read a masked file (engine/compare/masked_input.h), and report the projection
+// of their target and how far the released covariance lies from the original's.
 
 #include <spdlog/spdlog.h>
 
@@ -18,12 +21,98 @@
 #include "engine/report/run_report.h"
 #include "engine/report/small_counts.h"
 #include "engine/table_step.h"
+#include "io/hdf5_table.h"
 #include "io/seed.h"
 #include "kernels/core/error.h"
 #include "kernels/core/record_rng.h"
 
 namespace sdc::engine {
 namespace {
+
+/// A clipped mass above this (in units of the original's variances) is more than rounding: the
+/// difference of the covariances was not positive semi-definite, and the report warns.
+constexpr double kClippedMassWarning = 1e-9;
+
+constexpr const char* kSameRecords = "--original holds the records of --input before masking, in the same order";
+
+/// Collective. `variables` of `original` over the rows of `input`'s part: InvalidInput when the files
+/// hold different numbers of records, when `original` lacks a variable or holds it with another type,
+/// and, where both files hold the input's first identifier variable, naming the first row id whose
+/// identifiers differ.
+Table read_original_part(const distributed::Communicator& comm, const TablePart& input,
+                         const std::filesystem::path& original, const std::vector<std::string>& variables) {
+  const io::Hdf5TableReader reader(original);
+  const io::FileSummary& summary = reader.summary();
+  const std::string input_path = input.summary.path.string();
+  if (summary.row_count != input.summary.row_count)
+    throw InvalidInput(original.string() + ": " + std::to_string(summary.row_count) + " records, the input '" +
+                       input_path + "' " + std::to_string(input.summary.row_count) + ": " + kSameRecords);
+  const auto find = [](const io::FileSummary& file, const std::string& name) -> const VariableInfo* {
+    for (const VariableInfo& variable : file.variables)
+      if (variable.name == name) return &variable;
+    return nullptr;
+  };
+  for (const std::string& name : variables) {
+    const VariableInfo* variable = find(summary, name);
+    if (variable == nullptr)
+      throw InvalidInput(original.string() + ": variable '" + name +
+                         "' not found: --original must hold every variable of --variables");
+    if (variable->type != VariableType::kContinuous)
+      throw InvalidInput(original.string() + ": variable '" + name + "' is " + std::string(to_string(variable->type)) +
+                         ", expected continuous: the noise restores the covariance of continuous variables");
+  }
+  std::optional<std::string> id;
+  for (const VariableInfo& variable : input.summary.variables) {
+    if (variable.role != VariableRole::kIdentifier || variable.type != VariableType::kId) continue;
+    const VariableInfo* other = find(summary, variable.name);
+    if (other != nullptr && other->type == VariableType::kId) {
+      id = variable.name;
+      break;
+    }
+  }
+  io::Hdf5ReadOptions read_options;
+  read_options.variables = variables;
+  if (id) read_options.variables.push_back(*id);
+  read_options.first_row = input.range.first;
+  read_options.row_count = input.range.count;
+  // Values the reader refuses may lie in one rank's rows only: every rank throws, none waits.
+  std::optional<Table> part;
+  distributed::agree_on_error(comm, [&] { part.emplace(reader.read(read_options)); });
+  if (!id) return std::move(*part);
+
+  const auto input_ids = input.table.require(*id, VariableType::kId).ids();
+  const auto original_ids = part->require(*id, VariableType::kId).ids();
+  std::optional<distributed::RowProblem> first;
+  for (std::size_t i = 0; i < input_ids.size(); ++i) {
+    if (input_ids[i] == original_ids[i]) continue;
+    const std::int64_t row = input.range.first + static_cast<std::int64_t>(i);
+    first = distributed::RowProblem{row, original.string() + ": row id " + std::to_string(row) + ": identifier '" +
+                                             *id + "' differs from the input '" + input_path + "': " + kSameRecords};
+    break;
+  }
+  distributed::throw_first_row_problem(comm, first);
+  return std::move(*part);
+}
+
+/// The largest |a_jk − b_jk| / sqrt(b_jj b_kk): unit-free, so that a variable of small scale counts as
+/// much as one of large scale (an entry whose variances are 0 counts its absolute difference).
+double largest_scaled_difference(const Eigen::MatrixXd& a, const Eigen::MatrixXd& b) {
+  double largest = 0.0;
+  for (Eigen::Index j = 0; j < b.rows(); ++j) {
+    for (Eigen::Index k = 0; k < b.cols(); ++k) {
+      const double scale = std::sqrt(b(j, j) * b(k, k));
+      const double difference = std::abs(a(j, k) - b(j, k));
+      largest = std::max(largest, scale > 0.0 ? difference / scale : difference);
+    }
+  }
+  return largest;
+}
+
+nlohmann::json numbers(const Eigen::VectorXd& values) {
+  nlohmann::json out = nlohmann::json::array();
+  for (Eigen::Index k = 0; k < values.size(); ++k) out.push_back(values(k));
+  return out;
+}
 
 class NoiseStepImpl final : public NoiseStep {
  public:
@@ -34,12 +123,18 @@ class NoiseStepImpl final : public NoiseStep {
     io::Hdf5WriteOptions write_options = data_output_options(context, options.filters);
     const io::Seed seed = io::require_seed(options.seed_file, "noise");
 
+    const bool restoring = perturbation::restores_covariance(noise_options.method);
+
     StepFrame frame(context, "noise", parameters(), comm.is_coordinator());
     auto& [report, step, timer, clock] = frame;
     report.set_seed_fingerprint(seed.fingerprint());
+    // The original is an input like the comparison steps' `masked`: its content digest enters the
+    // fingerprint, so that --resume runs the step again when the original changes.
+    std::vector<NamedInput> other_inputs;
+    if (restoring) other_inputs.push_back({"original", *options.original});
     OpenedTable opened = open_table_step(comm, context, options.input, std::nullopt,
                                          {"", "noise", step.parameters, {StepId::kNoise}, seed.fingerprint(), {}},
-                                         write_options, clock, OutputRelease::kMasked);
+                                         write_options, clock, OutputRelease::kMasked, other_inputs);
     if (finish_resumed_step(comm, options.resume, report, step, timer, options.input, opened, options.output,
                             options.report, OutputRelease::kMasked))
       return;
@@ -48,7 +143,19 @@ class NoiseStepImpl final : public NoiseStep {
 
     const ContinuousColumns x = continuous_columns(table, options.variables);
     distributed::agree_on_error(comm, [&] { require_complete(x.columns, "noise"); });
-    distributed::NoisedPart noised = distributed::add_noise(comm, x.columns, noise_options, seed.value);
+    std::optional<Table> original_part;
+    std::optional<ContinuousColumns> original;
+    if (restoring) {
+      original_part = read_original_part(comm, part, *options.original, options.variables);
+      original.emplace(continuous_columns(*original_part, options.variables));
+      distributed::agree_on_error(comm, [&] { require_complete(original->columns, "noise"); });
+      clock.lap("original");
+    }
+    distributed::NoisedPart noised =
+        restoring ? distributed::add_noise(comm, x.columns, original->columns, noise_options, seed.value)
+                  : distributed::add_noise(comm, x.columns, noise_options, seed.value);
+    original.reset();  // the views first, then the values they point into
+    original_part.reset();
     clock.lap("noise");
 
     const auto& map = noised.map;
@@ -66,18 +173,39 @@ class NoiseStepImpl final : public NoiseStep {
                            {"noise_mean", noise.mean(k)},
                            {"noise_sd", std::sqrt(noise.covariance(k, k))}});
     }
-    // How far the noise's covariance lies from its target (cΣ, or diag(σ_j² pct²) for additive),
-    // relative to the target's largest entry.
+    // How far the noise's covariance lies from its target (cΣ, diag(σ_j² pct²) for additive, D₊ for
+    // the restore-covariance models), relative to the target's largest entry.
     Eigen::MatrixXd target = map.c * before.covariance;
     if (noise_options.method == perturbation::NoiseMethod::kAdditive)
       target = (map.transform.transpose() * map.transform).eval();
+    if (restoring) target = noised.restore->target;
     const double scale = target.cwiseAbs().maxCoeff();
     const double deviation = (noise.covariance - target).cwiseAbs().maxCoeff();
+    nlohmann::json restore = nullptr;
+    if (restoring) {
+      const perturbation::RestoreTarget& gap = *noised.restore;
+      const Eigen::MatrixXd& covariance = noised.reference->covariance;
+      nlohmann::json original_sd = nlohmann::json::array();
+      for (Eigen::Index k = 0; k < covariance.rows(); ++k) original_sd.push_back(std::sqrt(covariance(k, k)));
+      restore = {{"original_sd", std::move(original_sd)},
+                 {"difference_eigenvalues", numbers(gap.eigenvalues)},
+                 {"clipped_eigenvalues", gap.clipped},
+                 {"clipped_mass", gap.clipped_mass},
+                 {"released_covariance_relative_deviation", largest_scaled_difference(after.covariance, covariance)}};
+      if (gap.clipped_mass > kClippedMassWarning)
+        step.warnings.push_back(
+            "Cov(original) - Cov(input) is not positive semi-definite: " + std::to_string(gap.clipped) +
+            " eigenvalue(s) clipped at 0 (mass " + std::to_string(gap.clipped_mass) +
+            " in units of the original's variances); the released covariance misses the "
+            "original's by the clipped part (restore_covariance."
+            "released_covariance_relative_deviation)");
+    }
+    const bool has_c = noise_options.method != perturbation::NoiseMethod::kAdditive && !restoring;
     step.results = {{"records", reported_count(part.summary.row_count, context.report_min_count)},
                     {"model", options.model},
-                    {"c", noise_options.method == perturbation::NoiseMethod::kAdditive ? nlohmann::json(nullptr)
-                                                                                       : nlohmann::json(map.c)},
+                    {"c", has_c ? nlohmann::json(map.c) : nlohmann::json(nullptr)},
                     {"noise_covariance_relative_deviation", scale > 0.0 ? deviation / scale : deviation},
+                    {"restore_covariance", std::move(restore)},
                     {"variables", std::move(variables)}};
     for (const auto& warning : map.warnings) step.warnings.push_back(warning);
 
@@ -110,8 +238,19 @@ class NoiseStepImpl final : public NoiseStep {
       out.method = perturbation::NoiseMethod::kCorrelated;
     else if (options.model == "exact")
       out.method = perturbation::NoiseMethod::kExact;
+    else if (options.model == "restore-covariance")
+      out.method = perturbation::NoiseMethod::kRestoreCovariance;
+    else if (options.model == "restore-covariance-exact")
+      out.method = perturbation::NoiseMethod::kRestoreCovarianceExact;
     else
-      throw UsageError("--model: expected additive, correlated or exact, got '" + options.model + "'");
+      throw UsageError(
+          "--model: expected additive, correlated, exact, restore-covariance or restore-covariance-exact, got '" +
+          options.model + "'");
+    if (perturbation::restores_covariance(out.method)) return parse_restore(out);
+    if (options.original)
+      throw UsageError(
+          "--original is the file before masking whose covariance the noise restores: give --model "
+          "restore-covariance or restore-covariance-exact");
     const bool additive = out.method == perturbation::NoiseMethod::kAdditive;
     // The units differ by method (the reference's single `noise` means either): each has its own flag.
     if (additive && options.noise_percent_cov)
@@ -123,11 +262,32 @@ class NoiseStepImpl final : public NoiseStep {
     if (!(out.percent >= 0.0) || !std::isfinite(out.percent))
       throw UsageError("the noise percent must be 0 or more, got " + std::to_string(out.percent));
     if (options.orthogonal && out.method != perturbation::NoiseMethod::kExact)
-      throw UsageError("--orthogonal makes exact noise uncorrelated with the data: give --model exact");
+      throw UsageError(
+          "--orthogonal makes exact noise uncorrelated with the data: give --model exact or "
+          "restore-covariance-exact");
     if (options.restore_variance && additive)
       throw UsageError("--restore-variance rescales by 1/sqrt(1 + c): give --model correlated or exact");
     out.orthogonal = options.orthogonal;
     out.restore_variance = options.restore_variance;
+    return out;
+  }
+
+  /// The restore-covariance models: the noise's covariance comes from --original, not from a percent.
+  perturbation::NoiseOptions parse_restore(perturbation::NoiseOptions out) const {
+    const std::string model = "--model " + options.model;
+    if (!options.original)
+      throw UsageError(model + " restores the covariance of the file before masking: give it as --original FILE");
+    if (options.noise_percent_sd || options.noise_percent_cov)
+      throw UsageError(model + " takes its noise covariance from --original (Cov(original) - Cov(input)): leave out " +
+                       (options.noise_percent_sd ? "--noise-percent-sd" : "--noise-percent-cov"));
+    if (options.restore_variance)
+      throw UsageError("--restore-variance rescales correlated and exact noise; " + model +
+                       " restores the original's covariance itself");
+    if (options.orthogonal && out.method != perturbation::NoiseMethod::kRestoreCovarianceExact)
+      throw UsageError(
+          "--orthogonal makes exact noise uncorrelated with the data: give --model exact or "
+          "restore-covariance-exact");
+    out.orthogonal = options.orthogonal;
     return out;
   }
 

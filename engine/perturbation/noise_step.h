@@ -1,6 +1,7 @@
 #pragma once
-// The `noise` step: additive, correlated and exact-moment noise on continuous variables (docs/noise.md;
-// docs/methods perturbation.md §2). Its command only declares flags.
+// The `noise` step: additive, correlated and exact-moment noise on continuous variables, and the noise
+// that restores the covariance a microaggregation took away (docs/noise.md; docs/methods
+// perturbation.md §2–3). Its command only declares flags.
 
 #include <filesystem>
 #include <memory>
@@ -18,6 +19,9 @@ struct NoiseStepOptions {
   std::filesystem::path input;
   std::filesystem::path output;
   std::optional<std::filesystem::path> report;
+  /// The restore-covariance models: the file before the first masking stage (the records of `input`,
+  /// in the same order), whose covariance the noise restores.
+  std::optional<std::filesystem::path> original;
   std::vector<std::string> variables;
   std::string model = "additive";
   std::optional<double> noise_percent_sd;

@@ -1,6 +1,7 @@
 #include "kernels/perturbation/noise.h"
 
 #include <Eigen/Cholesky>
+#include <Eigen/Eigenvalues>
 #include <cmath>
 #include <string>
 
@@ -10,8 +11,9 @@
 namespace sdc::perturbation {
 namespace {
 
-/// L with L Lᵀ = s, or ParameterError naming `what`.
-Eigen::MatrixXd cholesky(const Eigen::MatrixXd& s, const std::string& what) {
+/// L with L Lᵀ = s, or ParameterError naming `what` and ending in `remedy`.
+Eigen::MatrixXd cholesky(const Eigen::MatrixXd& s, const std::string& what,
+                         const std::string& remedy = "drop or recode it, or use --model additive") {
   Eigen::LLT<Eigen::MatrixXd> llt(s);
   const Eigen::MatrixXd lower = llt.matrixL();
   bool positive = llt.info() == Eigen::Success;
@@ -20,10 +22,51 @@ Eigen::MatrixXd cholesky(const Eigen::MatrixXd& s, const std::string& what) {
   for (Eigen::Index k = 0; positive && k < lower.rows(); ++k)
     positive = s(k, k) > 0.0 && lower(k, k) * lower(k, k) > 1e-12 * s(k, k);
   if (!positive)
-    throw ParameterError(what +
-                         " is not positive definite (a constant variable, or one a linear function of others); "
-                         "drop or recode it, or use --model additive");
+    throw ParameterError(
+        what + " is not positive definite (a constant variable, or one a linear function of others); " + remedy);
   return lower;
+}
+
+/// Completes `map` (means set, regression zero) for noise whose covariance target is F Fᵀ, F = `factor`:
+/// correlated draws A = Fᵀ, or exact moments A = L_Z^{−T} Fᵀ (after the regression on x with
+/// `orthogonal`). `check_x` verifies that Σ is positive definite before the regression solves with it
+/// (correlated and exact noise have verified it already by factoring cΣ).
+void complete_map(NoiseMap& map, const distance::Moments& joint, std::size_t variables, const Eigen::MatrixXd& factor,
+                  bool exact, bool orthogonal, bool check_x) {
+  const auto p = static_cast<Eigen::Index>(variables);
+  if (!exact) {
+    map.transform = factor.transpose();
+    return;
+  }
+  map.z_mean = joint.mean.tail(p).transpose();
+  Eigen::MatrixXd szz = joint.covariance.bottomRightCorner(p, p);
+  if (orthogonal) {
+    if (joint.count <= 2 * static_cast<std::int64_t>(variables))
+      throw ParameterError("--orthogonal regresses the noise on the variables: it needs more than 2p = " +
+                           std::to_string(2 * variables) + " records, the file has " + std::to_string(joint.count));
+    const Eigen::MatrixXd sxx = joint.covariance.topLeftCorner(p, p);
+    if (check_x)
+      cholesky(sxx, "the covariance matrix of the input's variables",
+               "--orthogonal regresses the noise on them: leave it out, or drop or recode the variable");
+    const Eigen::MatrixXd sxz = joint.covariance.topRightCorner(p, p);
+    map.regression = sxx.llt().solve(sxz);
+    szz -= sxz.transpose() * map.regression;
+    szz = (szz + szz.transpose()) / 2.0;
+  }
+  const Eigen::MatrixXd lower_z = cholesky(szz, "the covariance matrix of the records' normal draws");
+  // A = L_Z^{-T} Fᵀ: solve L_Zᵀ A = Fᵀ.
+  map.transform = lower_z.transpose().triangularView<Eigen::Upper>().solve(factor.transpose());
+}
+
+/// A map with the means of x, no regression and no transform yet.
+NoiseMap empty_map(const distance::Moments& joint, std::size_t variables) {
+  const auto p = static_cast<Eigen::Index>(variables);
+  SDC_CHECK(joint.covariance.rows() == 2 * p, "moments of the joint (x, z) columns");
+  NoiseMap map;
+  map.x_mean = joint.mean.head(p).transpose();
+  map.z_mean = Eigen::RowVectorXd::Zero(p);
+  map.regression = Eigen::MatrixXd::Zero(p, p);
+  return map;
 }
 
 }  // namespace
@@ -54,15 +97,16 @@ NumericColumns joint_columns(const NumericColumns& x, const NumericColumns& z) {
   return joint;
 }
 
+bool restores_covariance(NoiseMethod method) {
+  return method == NoiseMethod::kRestoreCovariance || method == NoiseMethod::kRestoreCovarianceExact;
+}
+
 NoiseMap noise_map(const distance::Moments& joint, std::size_t variables, const NoiseOptions& options) {
   const auto p = static_cast<Eigen::Index>(variables);
-  SDC_CHECK(joint.covariance.rows() == 2 * p, "moments of the joint (x, z) columns");
+  SDC_CHECK(!restores_covariance(options.method), "a restore-covariance target (restore_covariance_map)");
   SDC_CHECK(options.percent >= 0.0 && std::isfinite(options.percent), "a finite, non-negative noise percent");
+  NoiseMap map = empty_map(joint, variables);
   const Eigen::MatrixXd sxx = joint.covariance.topLeftCorner(p, p);
-  NoiseMap map;
-  map.x_mean = joint.mean.head(p).transpose();
-  map.z_mean = Eigen::RowVectorXd::Zero(p);
-  map.regression = Eigen::MatrixXd::Zero(p, p);
   map.restore_variance = options.restore_variance && options.method != NoiseMethod::kAdditive;
   if (options.method == NoiseMethod::kAdditive) {
     map.transform = Eigen::MatrixXd::Zero(p, p);
@@ -75,24 +119,54 @@ NoiseMap noise_map(const distance::Moments& joint, std::size_t variables, const 
     return map;
   }
   const Eigen::MatrixXd lower_sigma = cholesky(map.c * sxx, "the covariance matrix of the variables");
-  if (options.method == NoiseMethod::kCorrelated) {
-    map.transform = lower_sigma.transpose();
-    return map;
+  complete_map(map, joint, variables, lower_sigma, options.method == NoiseMethod::kExact, options.orthogonal, false);
+  return map;
+}
+
+RestoreTarget restore_target(const Eigen::MatrixXd& original, const Eigen::MatrixXd& input) {
+  SDC_CHECK(original.rows() == input.rows() && original.cols() == input.cols() && original.rows() == original.cols(),
+            "two covariance matrices of the same variables");
+  const Eigen::Index p = original.rows();
+  RestoreTarget out;
+  out.difference = original - input;
+  out.difference = ((out.difference + out.difference.transpose()) / 2.0).eval();
+  // The scale of each variable: its sd in the original (in the input when the original's is 0, as for
+  // a constant original variable), so that the eigenvalues are those of a correlation-like matrix.
+  Eigen::VectorXd scale(p);
+  for (Eigen::Index j = 0; j < p; ++j) {
+    const double variance = original(j, j) > 0.0 ? original(j, j) : input(j, j);
+    scale(j) = variance > 0.0 ? std::sqrt(variance) : 1.0;
   }
-  map.z_mean = joint.mean.tail(p).transpose();
-  Eigen::MatrixXd szz = joint.covariance.bottomRightCorner(p, p);
-  if (options.orthogonal) {
-    if (joint.count <= 2 * static_cast<std::int64_t>(variables))
-      throw ParameterError("--orthogonal regresses the noise on the variables: it needs more than 2p = " +
-                           std::to_string(2 * variables) + " records, the file has " + std::to_string(joint.count));
-    const Eigen::MatrixXd sxz = joint.covariance.topRightCorner(p, p);
-    map.regression = sxx.llt().solve(sxz);
-    szz -= sxz.transpose() * map.regression;
-    szz = (szz + szz.transpose()) / 2.0;
+  const Eigen::MatrixXd scaled = scale.cwiseInverse().asDiagonal() * out.difference * scale.cwiseInverse().asDiagonal();
+  const Eigen::SelfAdjointEigenSolver<Eigen::MatrixXd> solver(scaled);
+  SDC_CHECK(solver.info() == Eigen::Success, "the eigen decomposition of a finite symmetric matrix");
+  out.eigenvalues = solver.eigenvalues();
+  Eigen::VectorXd kept = out.eigenvalues;
+  for (Eigen::Index k = 0; k < p; ++k) {
+    if (kept(k) >= 0.0) continue;
+    ++out.clipped;
+    out.clipped_mass += -kept(k);
+    kept(k) = 0.0;
   }
-  const Eigen::MatrixXd lower_z = cholesky(szz, "the covariance matrix of the records' normal draws");
-  // A = L_Z^{-T} L_Σᵀ: solve L_Zᵀ A = L_Σᵀ.
-  map.transform = lower_z.transpose().triangularView<Eigen::Upper>().solve(lower_sigma.transpose());
+  const Eigen::MatrixXd& vectors = solver.eigenvectors();
+  const Eigen::MatrixXd root = vectors * kept.cwiseSqrt().asDiagonal() * vectors.transpose();
+  out.factor = scale.asDiagonal() * root;
+  if (out.clipped == 0) {
+    out.target = out.difference;
+  } else {
+    const Eigen::MatrixXd projected = vectors * kept.asDiagonal() * vectors.transpose();
+    out.target = scale.asDiagonal() * ((projected + projected.transpose()) / 2.0) * scale.asDiagonal();
+  }
+  return out;
+}
+
+NoiseMap restore_covariance_map(const distance::Moments& joint, std::size_t variables, const RestoreTarget& target,
+                                const NoiseOptions& options) {
+  SDC_CHECK(restores_covariance(options.method), "a restore-covariance method");
+  SDC_CHECK(target.factor.rows() == static_cast<Eigen::Index>(variables), "a target of the same variables");
+  NoiseMap map = empty_map(joint, variables);
+  complete_map(map, joint, variables, target.factor, options.method == NoiseMethod::kRestoreCovarianceExact,
+               options.orthogonal, true);
   return map;
 }
 

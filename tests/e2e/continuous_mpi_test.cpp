@@ -169,6 +169,23 @@ TEST_F(AContinuousMpiRun, AddsExactNoiseAlikeForAnyRankAndThreadCount) {
   EXPECT_LT(results["noise_covariance_relative_deviation"].get<double>(), 1e-12);
 }
 
+TEST_F(AContinuousMpiRun, RestoresTheCovarianceAfterMicroaggregationAlikeForAnyRankAndThreadCount) {
+  // Each rank reads the original in its own row range; both files' moments are exact sums, so every
+  // rank builds the same target and map.
+  const auto micro = dir_ / "micro.h5";
+  const auto made = run_sdc({"microaggregate", "-i", census_.string(), "-o", micro.string(), "--variables", kVariables,
+                             "--blocking", "kdtree", "--block-max", "2000"});
+  ASSERT_EQ(made.exit_code, 0) << made.err;
+  const auto results = expect_invariant("noise-restore-covariance",
+                                        {"noise", "-i", micro.string(), "--original", census_.string(), "--variables",
+                                         kVariables, "--model", "restore-covariance-exact", "--orthogonal"},
+                                        true, {{"SDC_SEED", "20261126"}});
+  ASSERT_FALSE(results.is_null());
+  EXPECT_LT(results["noise_covariance_relative_deviation"].get<double>(), 1e-12);
+  EXPECT_EQ(results["restore_covariance"]["clipped_eigenvalues"], 0);
+  EXPECT_LT(results["restore_covariance"]["released_covariance_relative_deviation"].get<double>(), 1e-9);
+}
+
 TEST_F(AContinuousMpiRun, ShufflesDataAlikeForAnyRankAndThreadCount) {
   // Each variable is gathered whole on its own rank for its scores and its reverse mapping.
   const auto results = expect_invariant(

@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <Eigen/Cholesky>
+#include <Eigen/Eigenvalues>
 #include <algorithm>
 #include <bit>
 #include <cmath>
@@ -659,6 +661,312 @@ TEST(NoiseErrors, ZeroPercentReleasesXUnchanged) {
         EXPECT_TRUE(same_bits(run.released[j][i], x.columns[j][i])) << "variable " << j << ", record " << i;
     }
   }
+}
+
+// ---- 8. restoring the covariance after microaggregation (perturbation.md §3) ----
+
+/// A simple first stage: records sorted by the variables `sort_by` (then by position), groups of `k`
+/// consecutive records (the last one takes the remainder), the variables `aggregated` replaced by their
+/// group means; the others stay as they are.
+NumericData microaggregated(const NumericData& x, std::size_t k, const std::vector<std::size_t>& sort_by,
+                            const std::vector<std::size_t>& aggregated) {
+  const std::size_t n = x.row_ids.size();
+  std::vector<std::size_t> order(n);
+  for (std::size_t i = 0; i < n; ++i) order[i] = i;
+  std::sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
+    for (std::size_t j : sort_by)
+      if (x.columns[j][a] != x.columns[j][b]) return x.columns[j][a] < x.columns[j][b];
+    return a < b;
+  });
+  NumericData out = x;
+  for (std::size_t first = 0; first < n; first += k) {
+    const std::size_t end = n - first < 2 * k ? n : first + k;
+    for (std::size_t j : aggregated) {
+      long double sum = 0.0L;
+      for (std::size_t r = first; r < end; ++r) sum += x.columns[j][order[r]];
+      const auto mean = static_cast<double>(sum / static_cast<long double>(end - first));
+      for (std::size_t r = first; r < end; ++r) out.columns[j][order[r]] = mean;
+    }
+    if (end == n) break;
+  }
+  return out;
+}
+
+struct RestoreRun {
+  NumericData z;
+  RestoreTarget target;
+  NoiseMap map;
+  std::vector<std::vector<double>> released;
+};
+
+RestoreRun run_restore(const NumericData& original, const NumericData& input, std::uint64_t seed,
+                       const NoiseOptions& options) {
+  RestoreRun run;
+  const std::size_t p = input.columns.size();
+  const auto size = static_cast<Eigen::Index>(p);
+  run.z = noise_normals(input.row_ids, p, seed);
+  const distance::Moments joint =
+      distance::moments_finalize(distance::moments_local(joint_columns(input.view(), run.z.view())));
+  const distance::Moments reference = distance::moments_finalize(distance::moments_local(original.view()));
+  run.target = restore_target(reference.covariance, joint.covariance.topLeftCorner(size, size));
+  run.map = restore_covariance_map(joint, p, run.target, options);
+  run.released = apply_noise(input.view(), run.z.view(), run.map);
+  return run;
+}
+
+LongMatrix to_long(const Eigen::MatrixXd& m) {
+  LongMatrix out(static_cast<std::size_t>(m.rows()), std::vector<long double>(static_cast<std::size_t>(m.cols())));
+  for (Eigen::Index j = 0; j < m.rows(); ++j) {
+    for (Eigen::Index k = 0; k < m.cols(); ++k) out[static_cast<std::size_t>(j)][static_cast<std::size_t>(k)] = m(j, k);
+  }
+  return out;
+}
+
+/// Every entry of `actual` within relative · sqrt(scale_jj · scale_kk) of `target`: `scale` is the
+/// original's covariance where the target is singular (a zero pivot has no scale of its own).
+void expect_covariance_within(const LongMatrix& actual, const LongMatrix& target, const LongMatrix& scale,
+                              long double relative, const std::string& what) {
+  ASSERT_EQ(actual.size(), target.size());
+  for (std::size_t j = 0; j < target.size(); ++j) {
+    for (std::size_t k = 0; k < target.size(); ++k) {
+      const long double tolerance = relative * std::sqrt(scale[j][j] * scale[k][k]);
+      EXPECT_LE(std::fabs(actual[j][k] - target[j][k]), tolerance)
+          << what << " entry (" << j << ", " << k << "): " << static_cast<double>(actual[j][k]) << " vs "
+          << static_cast<double>(target[j][k]);
+    }
+  }
+}
+
+/// The rotation by `angle` of diag(a, b), in the scale of sds (s1, s2): s · R diag(a, b) Rᵀ · s.
+Eigen::Matrix2d scaled_rotation(double a, double b, double angle, double s1, double s2) {
+  Eigen::Matrix2d r;
+  r << std::cos(angle), -std::sin(angle), std::sin(angle), std::cos(angle);
+  const Eigen::Matrix2d m = r * Eigen::Vector2d(a, b).asDiagonal() * r.transpose();
+  return Eigen::Vector2d(s1, s2).asDiagonal() * m * Eigen::Vector2d(s1, s2).asDiagonal();
+}
+
+TEST(RestoreTarget, IsTheDifferenceOfTheCovariancesWhenItIsPositiveSemiDefinite) {
+  Eigen::Matrix3d original;
+  original << 4e8, 1.2e5, 3e7, 1.2e5, 144.0, 2e4, 3e7, 2e4, 1e8;
+  const Eigen::Matrix3d input = 0.7 * original;  // D = 0.3 · original: positive definite
+  const RestoreTarget target = restore_target(original, input);
+  EXPECT_EQ(target.clipped, 0U);
+  EXPECT_EQ(target.clipped_mass, 0.0);
+  expect_same_bits(target.target, original - input, "the target is D itself");
+  // In the scale of the original's sds, D is 0.3 times a correlation matrix: its eigenvalues sum to 0.9.
+  EXPECT_NEAR(target.eigenvalues.sum(), 0.9, 1e-14);
+  const Eigen::MatrixXd product = target.factor * target.factor.transpose();
+  expect_covariance_near(to_long(product), to_long(target.target), 1e-14L, "F Fᵀ vs D");
+}
+
+TEST(RestoreTarget, ClipsNegativeEigenvaluesAndReportsTheirCountAndMass) {
+  // In the scale of the original's sds (2e4 and 12), D is R diag(0.5, −0.2) Rᵀ: one negative eigenvalue.
+  const double s1 = 2e4;
+  const double s2 = 12.0;
+  Eigen::Matrix2d original;
+  original << s1 * s1, 0.6 * s1 * s2, 0.6 * s1 * s2, s2 * s2;
+  const Eigen::Matrix2d difference = scaled_rotation(0.5, -0.2, 0.4, s1, s2);
+  const RestoreTarget target = restore_target(original, original - difference);
+  EXPECT_EQ(target.clipped, 1U);
+  EXPECT_NEAR(target.clipped_mass, 0.2, 1e-14);
+  EXPECT_NEAR(target.eigenvalues(0), -0.2, 1e-14);
+  EXPECT_NEAR(target.eigenvalues(1), 0.5, 1e-14);
+  // The projection keeps the positive part: s · R diag(0.5, 0) Rᵀ · s, and F Fᵀ equals it.
+  const Eigen::Matrix2d expected = scaled_rotation(0.5, 0.0, 0.4, s1, s2);
+  expect_covariance_near(to_long(target.target), to_long(expected), 1e-14L, "D₊ vs the positive part");
+  expect_covariance_near(to_long(Eigen::MatrixXd(target.factor * target.factor.transpose())), to_long(expected), 1e-14L,
+                         "F Fᵀ vs D₊");
+  // What was clipped is the nearest positive semi-definite matrix's distance in the sds' scale.
+  const Eigen::Matrix2d unscale = Eigen::Vector2d(1.0 / s1, 1.0 / s2).asDiagonal();
+  EXPECT_NEAR((unscale * (difference - target.target) * unscale).norm(), 0.2, 1e-14);
+}
+
+TEST(RestoreTarget, FactorsASingularDifferenceWithAZeroPivotWithoutCholesky) {
+  // The first variable's covariance is fully restored already: D has a zero row, no Cholesky factor.
+  Eigen::Matrix3d original;
+  original << 9.0, 2.0, 1.0, 2.0, 16.0, 3.0, 1.0, 3.0, 25.0;
+  Eigen::Matrix3d difference;
+  difference << 0.0, 0.0, 0.0, 0.0, 2.0, 1.0, 0.0, 1.0, 3.0;
+  const RestoreTarget target = restore_target(original, original - difference);
+  EXPECT_NE(Eigen::LLT<Eigen::MatrixXd>(target.difference).info(), Eigen::Success)
+      << "no Cholesky factor of a matrix with a zero pivot";
+  EXPECT_LE(target.clipped_mass, 1e-15);
+  const Eigen::MatrixXd product = target.factor * target.factor.transpose();
+  const LongMatrix scale = to_long(Eigen::MatrixXd(original));
+  expect_covariance_within(to_long(product), to_long(difference), scale, 1e-15L, "F Fᵀ vs D");
+  for (Eigen::Index k = 0; k < 3; ++k) EXPECT_LE(std::fabs(target.factor(0, k)), 1e-15 * 3.0) << "row 0 of F";
+}
+
+TEST(RestoreTarget, DoesNotDependOnTheVariablesUnits) {
+  const Eigen::Matrix2d original = (Eigen::Matrix2d() << 4.0, 1.2, 1.2, 1.0).finished();
+  const Eigen::Matrix2d difference = scaled_rotation(0.3, -0.1, 0.7, 2.0, 1.0);
+  const RestoreTarget plain = restore_target(original, original - difference);
+  // The second variable in thousandths: covariances scale by 1e3 and 1e6, the eigenvalues do not.
+  const Eigen::Matrix2d units = Eigen::Vector2d(1.0, 1e3).asDiagonal();
+  const RestoreTarget rescaled = restore_target(units * original * units, units * (original - difference) * units);
+  EXPECT_EQ(rescaled.clipped, plain.clipped);
+  EXPECT_NEAR(rescaled.clipped_mass, plain.clipped_mass, 1e-14);
+  for (Eigen::Index k = 0; k < 2; ++k) EXPECT_NEAR(rescaled.eigenvalues(k), plain.eigenvalues(k), 1e-14);
+  expect_covariance_near(to_long(Eigen::MatrixXd(rescaled.target)),
+                         to_long(Eigen::MatrixXd(units * plain.target * units)), 1e-13L, "D₊ in other units");
+}
+
+TEST(RestoreCovarianceNoise, ExactHasSampleMeanZeroAndCovarianceDForAnySeed) {
+  for (const Shape shape : kShapes) {
+    if (shape.n < 1000) continue;  // groups of 3 need more records than variables
+    for (std::uint64_t seed = 1; seed <= 10; ++seed) {
+      const NumericData original = synthetic_data(shape.n, shape.p, 9500 + seed);
+      std::vector<std::size_t> all(shape.p);
+      for (std::size_t j = 0; j < shape.p; ++j) all[j] = j;
+      const NumericData input = microaggregated(original, 3, {0}, all);
+      const LongMatrix sigma = sample_covariance(to_long(original.columns));
+      for (bool orthogonal : {false, true}) {
+        SCOPED_TRACE("n = " + std::to_string(shape.n) + ", p = " + std::to_string(shape.p) +
+                     ", seed = " + std::to_string(seed) + (orthogonal ? ", orthogonal" : ""));
+        const RestoreRun run = run_restore(original, input, seed,
+                                           {.method = NoiseMethod::kRestoreCovarianceExact, .orthogonal = orthogonal});
+        EXPECT_EQ(run.target.clipped, 0U) << "the scatter within groups is positive semi-definite";
+        EXPECT_EQ(run.map.c, 0.0);
+        EXPECT_FALSE(run.map.restore_variance);
+        const LongMatrix target = to_long(run.target.target);
+        const LongColumns e = difference(run.released, input.columns);
+        const std::vector<long double> mean = sample_means(e);
+        for (std::size_t j = 0; j < shape.p; ++j)
+          EXPECT_LE(std::fabs(mean[j]), kExactRelative * std::sqrt(target[j][j])) << "mean of E_" << j;
+        expect_covariance_near(sample_covariance(e), target, kExactRelative, "cov(E) vs D");
+        if (!orthogonal) continue;
+        const LongColumns xl = to_long(input.columns);
+        const LongMatrix cross = sample_cross_covariance(xl, e);
+        const LongMatrix input_sigma = sample_covariance(xl);
+        for (std::size_t j = 0; j < shape.p; ++j) {
+          for (std::size_t k = 0; k < shape.p; ++k)
+            EXPECT_LE(std::fabs(cross[j][k]), kExactRelative * std::sqrt(input_sigma[j][j] * target[k][k]))
+                << "cov(X_" << j << ", E_" << k << ")";
+        }
+        expect_covariance_near(sample_covariance(to_long(run.released)), sigma, kExactRelative,
+                               "cov(X + E) vs Cov(original)");
+      }
+    }
+  }
+}
+
+TEST(RestoreCovarianceNoise, RestoresAVariableTheFirstStageLeftAloneWithAZeroPivot) {
+  // v1 takes 7 values, each on a multiple of 3 records, and the groups form within them: v1 is left
+  // alone and constant within each group, so D's first row is 0 (exactly its diagonal: the same sums).
+  constexpr std::size_t kRecords = 2100;
+  NumericData original = synthetic_data(kRecords, 3, 77);
+  for (std::size_t i = 0; i < kRecords; ++i) {
+    const auto level = static_cast<double>((i / 30) % 7);
+    original.columns[0][i] = 1.0 + level;
+    original.columns[1][i] += 5.0 * level;
+  }
+  const NumericData input = microaggregated(original, 3, {0, 1}, {1, 2});
+  const LongMatrix sigma = sample_covariance(to_long(original.columns));
+  const RestoreRun run =
+      run_restore(original, input, 5, {.method = NoiseMethod::kRestoreCovarianceExact, .orthogonal = true});
+  EXPECT_EQ(run.target.difference(0, 0), 0.0);
+  EXPECT_LE(run.target.clipped_mass, 1e-12) << "nothing but rounding clipped";
+  const LongColumns e = difference(run.released, input.columns);
+  expect_covariance_within(sample_covariance(e), to_long(run.target.target), sigma, kExactRelative, "cov(E) vs D");
+  expect_covariance_near(sample_covariance(to_long(run.released)), sigma, kExactRelative,
+                         "cov(X + E) vs Cov(original)");
+  for (std::size_t i = 0; i < kRecords; ++i)
+    EXPECT_LE(std::fabs(static_cast<double>(e[0][i])), 1e-6 * std::sqrt(static_cast<double>(sigma[0][0])))
+        << "v1 gets no noise, record " << i;
+}
+
+TEST(RestoreCovarianceNoise, ProjectsAnIndefiniteDifferenceAndHitsTheProjectionExactly) {
+  // v1 is left alone but varies within the groups formed on v2: D has a zero diagonal entry with a
+  // non-zero row, which no positive semi-definite matrix has.
+  const NumericData original = synthetic_data(3000, 3, 78);
+  const NumericData input = microaggregated(original, 3, {1}, {1, 2});
+  const LongMatrix sigma = sample_covariance(to_long(original.columns));
+  const RestoreRun run = run_restore(original, input, 6, {.method = NoiseMethod::kRestoreCovarianceExact});
+  EXPECT_GE(run.target.clipped, 1U);
+  long double negative = 0.0L;
+  for (Eigen::Index k = 0; k < run.target.eigenvalues.size(); ++k)
+    if (run.target.eigenvalues(k) < 0.0) negative -= run.target.eigenvalues(k);
+  EXPECT_GT(run.target.clipped_mass, 1e-6);
+  EXPECT_NEAR(run.target.clipped_mass, static_cast<double>(negative), 1e-15);
+  // The projection is positive semi-definite (to rounding, in the scale of the sds).
+  Eigen::Vector3d scale;
+  for (Eigen::Index j = 0; j < 3; ++j)
+    scale(j) = 1.0 / std::sqrt(static_cast<double>(sigma[static_cast<std::size_t>(j)][static_cast<std::size_t>(j)]));
+  const Eigen::MatrixXd scaled = scale.asDiagonal() * run.target.target * scale.asDiagonal();
+  EXPECT_GE(Eigen::SelfAdjointEigenSolver<Eigen::MatrixXd>(scaled).eigenvalues().minCoeff(), -1e-14);
+  const LongColumns e = difference(run.released, input.columns);
+  expect_covariance_within(sample_covariance(e), to_long(run.target.target), sigma, kExactRelative, "cov(E) vs D₊");
+}
+
+TEST(RestoreCovarianceNoise, RandomDrawsHaveCovarianceDWithinSamplingErrorOver200000Records) {
+  constexpr std::size_t kRecords = 200000;
+  const NumericData original = synthetic_data(kRecords, 3, 79);
+  const NumericData input = microaggregated(original, 3, {0}, {0, 1, 2});
+  const RestoreRun run = run_restore(original, input, 7, {.method = NoiseMethod::kRestoreCovariance});
+  EXPECT_TRUE(run.map.z_mean.isZero(0.0));
+  EXPECT_TRUE(run.map.regression.isZero(0.0));
+  const LongMatrix target = to_long(run.target.target);
+  const LongColumns e = difference(run.released, input.columns);
+  const LongMatrix cov = sample_covariance(e);
+  const std::vector<long double> mean = sample_means(e);
+  const long double n = static_cast<long double>(kRecords);
+  for (std::size_t j = 0; j < 3; ++j) {
+    EXPECT_LE(std::fabs(mean[j]), 5.0L * std::sqrt(target[j][j] / n)) << "mean of E_" << j;
+    for (std::size_t k = 0; k < 3; ++k)
+      EXPECT_LE(std::fabs(cov[j][k] - target[j][k]),
+                5.0L * std::sqrt((target[j][j] * target[k][k] + target[j][k] * target[j][k]) / n))
+          << "cov(E_" << j << ", E_" << k << ")";
+  }
+}
+
+TEST(RestoreCovarianceNoise, MapHasTheSameBitsForMomentsFromOneOrManyBlocks) {
+  const NumericData original = synthetic_data(1003, 4, 80);
+  const NumericData input = microaggregated(original, 3, {0}, {0, 1, 2, 3});
+  const NumericData z = noise_normals(input.row_ids, 4, 99);
+  const std::vector<std::vector<std::size_t>> splits = {{0, 1003}, {0, 500, 1003}, {0, 2, 150, 151, 400, 1000, 1003}};
+  auto map_of = [&](const std::vector<std::size_t>& bounds, bool reverse, const NoiseOptions& options) {
+    std::vector<distance::MomentsPartial> originals;
+    for (std::size_t b = 0; b + 1 < bounds.size(); ++b)
+      originals.push_back(distance::moments_local(rows_of(original, bounds[b], bounds[b + 1])));
+    if (reverse) std::reverse(originals.begin(), originals.end());
+    distance::MomentsPartial total;
+    for (const auto& partial : originals) distance::moments_merge(total, partial);
+    const distance::Moments joint = merged_moments(input, z, bounds, reverse);
+    const RestoreTarget target =
+        restore_target(distance::moments_finalize(total).covariance, joint.covariance.topLeftCorner(4, 4));
+    return restore_covariance_map(joint, 4, target, options);
+  };
+  for (const NoiseOptions& options :
+       {NoiseOptions{.method = NoiseMethod::kRestoreCovariance},
+        NoiseOptions{.method = NoiseMethod::kRestoreCovarianceExact, .orthogonal = true}}) {
+    const NoiseMap whole = map_of(splits[0], false, options);
+    for (std::size_t s = 1; s < splits.size(); ++s) {
+      for (bool reverse : {false, true})
+        expect_same_map(whole, map_of(splits[s], reverse, options),
+                        std::to_string(splits[s].size() - 1) + " blocks" + (reverse ? ", reversed" : ""));
+    }
+  }
+}
+
+TEST(RestoreCovarianceNoise, OrthogonalRefusesTooFewRecordsAndASingularInputCovariance) {
+  const NumericData original = synthetic_data(6, 3, 81);
+  EXPECT_THROW(run_restore(original, original, 1, {.method = NoiseMethod::kRestoreCovarianceExact, .orthogonal = true}),
+               ParameterError);
+  // A variable the first stage made constant: Σ of the input has no inverse for the regression.
+  const NumericData larger = synthetic_data(300, 3, 82);
+  NumericData input = microaggregated(larger, 3, {0}, {0, 1});
+  std::fill(input.columns[2].begin(), input.columns[2].end(), 3.0);
+  try {
+    run_restore(larger, input, 1, {.method = NoiseMethod::kRestoreCovarianceExact, .orthogonal = true});
+    ADD_FAILURE() << "a constant input variable did not throw";
+  } catch (const ParameterError& error) {
+    EXPECT_NE(std::string(error.what()).find("the covariance matrix of the input's variables"), std::string::npos)
+        << error.what();
+  }
+  // Without `orthogonal` the same data are fine: the noise alone restores that variable's variance.
+  const RestoreRun run = run_restore(larger, input, 1, {.method = NoiseMethod::kRestoreCovarianceExact});
+  expect_covariance_near(sample_covariance(difference(run.released, input.columns)), to_long(run.target.target),
+                         kExactRelative, "cov(E) vs D");
 }
 
 }  // namespace
