@@ -1,10 +1,15 @@
 // `sdc utility` as a user runs it: the worked continuous example of the methods (the Domingo-Ferrer &
 // Torra battery and sdcMicro's IL1, IL1s and eigen) read from the report, and a missing value in the
-// masked file refused with its variable and row.
+// masked file refused with its variable and row; the categorical oracles (CTBIL, EBIL, PRIL, Cramér's
+// V) read from the report of the command and of a job step, a recoding matched by label, and the
+// categorical misuses refused with nothing written.
 
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
+
+#include <cmath>
+#include <sstream>
 
 #include "tests/support/sdc_process.h"
 
@@ -76,6 +81,244 @@ TEST_F(AUtility, NamesTheVariableAndRowOfAMissingMaskedValue) {
   EXPECT_EQ(result.exit_code, 3);
   EXPECT_NE(result.err.find("variable 'b'"), std::string::npos) << result.err;
   EXPECT_NE(result.err.find("row id 2"), std::string::npos) << result.err;
+  EXPECT_EQ(dir_.entries(), before);
+}
+
+class ACategoricalUtility : public ::testing::Test {
+ protected:
+  /// Imports `csv` as NAME.h5, types inferred (integer and text labels are categorical).
+  void import(const std::string& name, const std::string& csv) {
+    write_text(dir_ / (name + ".csv"), csv);
+    const auto result = run_sdc({"import", (dir_ / (name + ".csv")).string(), "-o", (dir_ / (name + ".h5")).string()});
+    ASSERT_EQ(result.exit_code, 0) << result.err;
+  }
+  /// `sdc utility` of original.h5 against MASKED with `flags`, the report in r.json.
+  ProcessResult utility(const std::string& masked, const std::vector<std::string>& flags) {
+    std::vector<std::string> args{"utility",
+                                  "-i",
+                                  (dir_ / "original.h5").string(),
+                                  "--masked",
+                                  (dir_ / masked).string(),
+                                  "--report",
+                                  (dir_ / "r.json").string()};
+    args.insert(args.end(), flags.begin(), flags.end());
+    return run_sdc(args);
+  }
+  nlohmann::json results() const { return nlohmann::json::parse(read_text(dir_ / "r.json"))["steps"][0]["results"]; }
+  /// 200 records: e goes 1 -> 1 99 times, 1 -> 2 11 times, 2 -> 1 9 times, 2 -> 2 81 times (the
+  /// expected transitions of utility.md's EBIL oracle); r and t, unchanged, make the table
+  /// [[20, 40], [60, 80]]; income is continuous.
+  void import_transitions() {
+    std::ostringstream original;
+    std::ostringstream masked;
+    original << "e,r,t,income\n";
+    masked << "e,r,t,income\n";
+    const int from[] = {1, 1, 2, 2};
+    const int to[] = {1, 2, 1, 2};
+    const int times[] = {99, 11, 9, 81};
+    int row = 0;
+    for (int pair = 0; pair < 4; ++pair) {
+      for (int i = 0; i < times[pair]; ++i, ++row) {
+        // Rows 0..59 in r = a (20 of t = 1), rows 60..199 in r = b (60 of t = 1).
+        const char* r = row < 60 ? "a" : "b";
+        const int t = row < 60 ? (row < 20 ? 1 : 2) : (row < 120 ? 1 : 2);
+        original << from[pair] << ',' << r << ',' << t << ',' << row << ".5\n";
+        masked << to[pair] << ',' << r << ',' << t << ',' << row << ".5\n";
+      }
+    }
+    import("original", original.str());
+    import("masked", masked.str());
+  }
+  TempDir dir_;
+};
+
+// utility.md §9, "E CTBIL": V = (A, A, B) -> (A, missing, B).
+TEST_F(ACategoricalUtility, ReproducesTheCtbilOracleOfOneSuppression) {
+  import("original", "v\nA\nA\nB\n");
+  import("masked", "v\nA\n\nB\n");
+  const auto result = utility("masked.h5", {"--categorical", "v", "--ctbil-order", "1"});
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  EXPECT_EQ(validate_report(dir_ / "r.json"), "");
+  const auto r = results();
+  const auto& ctbil = r["categorical"]["ctbil"];
+  std::printf("ctbil %s\n", ctbil.dump().c_str());
+  EXPECT_EQ(ctbil["value"], 2);
+  EXPECT_EQ(ctbil["cells"], 3);
+  EXPECT_NEAR(ctbil["normalised"].get<double>(), 2.0 / 3.0, 1e-15);
+  EXPECT_EQ(r["records"], 3);
+  EXPECT_FALSE(r.contains("sse")) << "no continuous variables, no continuous measures";
+  // Counts of one or two records read "< 3".
+  const auto& v = r["categorical"]["variables"][0];
+  EXPECT_EQ(v["records_changed"], "< 3");
+  EXPECT_EQ(v["missing_masked"], "< 3");
+  EXPECT_EQ(v["missing_original"], 0);
+  EXPECT_TRUE(r["categorical"]["table"].is_null());
+}
+
+// utility.md §9, "E EBIL" from the expected transitions, and Cramér's V of [[10, 20], [30, 40]] (here
+// doubled: V does not change).
+TEST_F(ACategoricalUtility, ReproducesTheEbilAndCramersVOraclesWithTheContinuousMeasures) {
+  import_transitions();
+  const auto result = utility("masked.h5", {"--variables", "income", "--categorical", "e,r", "--ordinal", "e",
+                                            "--table-rows", "r", "--table-columns", "t"});
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  EXPECT_EQ(validate_report(dir_ / "r.json"), "");
+  const auto r = results();
+  const auto& e = r["categorical"]["variables"][0];
+  std::printf("e: %s\n", e.dump().c_str());
+  EXPECT_EQ(e["name"], "e");
+  EXPECT_EQ(e["scale"], "ordinal");
+  EXPECT_NEAR(e["ebil"].get<double>(), 64.65561, 5e-6);
+  EXPECT_NEAR(e["information_loss"].get<double>(), 64.65561, 5e-6);
+  EXPECT_EQ(e["records_changed"], 20);
+  EXPECT_DOUBLE_EQ(e["mean_distance"].get<double>(), 0.1);
+  EXPECT_EQ(e["transitions"], nlohmann::json::parse("[[0, 0, 0], [0, 99, 11], [0, 9, 81]]"));
+  const auto& table = r["categorical"]["table"];
+  std::printf("table: %s\n", table.dump().c_str());
+  EXPECT_NEAR(table["cramers_v_original"].get<double>(), 0.08909, 5e-6);
+  EXPECT_NEAR(table["cramers_v_masked"].get<double>(), 0.08909, 5e-6);
+  EXPECT_EQ(table["rcv_percent"], 0.0);
+  EXPECT_EQ(table["hd"], 0.0);
+  EXPECT_EQ(table["rows_compared"], 2);
+  // CTBIL of order 2 over e and r: e's one-way table, r's, and e x r.
+  EXPECT_EQ(r["categorical"]["ctbil"]["tables"], 3);
+  // The continuous part is there too.
+  EXPECT_EQ(r["records"], 200);
+  EXPECT_EQ(r["sse"], 0.0);
+
+  // The printed PRIL, -ln P(V' = j | V = i): 180 records at -ln 0.9 and 20 at -ln 0.1.
+  const auto printed = utility("masked.h5", {"--categorical", "e", "--pril-form", "printed"});
+  ASSERT_EQ(printed.exit_code, 0) << printed.err;
+  const auto p = results()["categorical"]["variables"][0];
+  EXPECT_NEAR(p["information_loss"].get<double>(), -180 * std::log(0.9) - 20 * std::log(0.1), 1e-10);
+  EXPECT_NEAR(p["ebil"].get<double>(), 64.65561, 5e-6);
+}
+
+// utility.md §3's Albany example as files: towns recoded to their state, matched by label.
+TEST_F(ACategoricalUtility, MatchesARecodingByLabelAndRefusesToRankItsNewCategory) {
+  std::string original = "town\n";
+  std::string masked = "town\n";
+  for (int i = 0; i < 40; ++i) {
+    original += i < 10 ? "Albany\n" : "New York City\n";
+    masked += "NY\n";
+  }
+  import("original", original);
+  import("masked", masked);
+  const auto result = utility("masked.h5", {"--categorical", "town"});
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  EXPECT_EQ(validate_report(dir_ / "r.json"), "");
+  const auto town = results()["categorical"]["variables"][0];
+  EXPECT_EQ(town["categories"], 2);
+  EXPECT_EQ(town["masked_only_categories"], nlohmann::json::parse(R"(["NY"])"));
+  EXPECT_EQ(town["records_changed"], 40);
+  EXPECT_NEAR(town["information_loss"].get<double>(), -10 * std::log(0.25) - 30 * std::log(0.75), 1e-12);
+
+  std::filesystem::remove(dir_ / "r.json");
+  const auto ordinal = utility("masked.h5", {"--categorical", "town", "--ordinal", "town"});
+  std::printf("exit %d: %s", ordinal.exit_code, ordinal.err.c_str());
+  EXPECT_EQ(ordinal.exit_code, 3);
+  EXPECT_NE(ordinal.err.find("--ordinal: variable 'town'"), std::string::npos) << ordinal.err;
+  EXPECT_FALSE(std::filesystem::exists(dir_ / "r.json"));
+}
+
+TEST_F(ACategoricalUtility, RunsAsAJobStepWithTheCommandsResults) {
+  import_transitions();
+  const std::vector<std::string> flags{
+      "--categorical", "e,r", "--ordinal",    "e", "--ordinal-distance", "printed", "--pril-form", "printed",
+      "--ctbil-order", "2",   "--table-rows", "r", "--table-columns",    "t"};
+  const auto direct = utility("masked.h5", flags);
+  ASSERT_EQ(direct.exit_code, 0) << direct.err;
+  const auto expected = results();
+  write_text(dir_ / "job.yaml",
+             "version: 1\n"
+             "output_dir: " +
+                 (dir_ / "out").string() +
+                 "\n"
+                 "steps:\n"
+                 "  - method: utility\n"
+                 "    masked: " +
+                 (dir_ / "masked.h5").string() +
+                 "\n"
+                 "    categorical: [e, r]\n"
+                 "    ordinal: [e]\n"
+                 "    ordinal-distance: printed\n"
+                 "    pril-form: printed\n"
+                 "    ctbil-order: 2\n"
+                 "    table-rows: [r]\n"
+                 "    table-columns: [t]\n");
+  const auto job = run_sdc({"run", (dir_ / "job.yaml").string(), "--input", (dir_ / "original.h5").string(), "--report",
+                            (dir_ / "job.json").string()});
+  ASSERT_EQ(job.exit_code, 0) << job.err;
+  EXPECT_EQ(validate_report(dir_ / "job.json"), "");
+  const auto step = nlohmann::json::parse(read_text(dir_ / "job.json"))["steps"][0];
+  EXPECT_EQ(step["results"], expected);
+  EXPECT_EQ(step["parameters"]["ordinal-distance"], "printed");
+  EXPECT_EQ(step["results"]["categorical"]["ordinal_distance"], "printed");
+  // Printed ordinal distance on two levels: a change is 2/2 away, an unchanged record 1/2.
+  EXPECT_DOUBLE_EQ(step["results"]["categorical"]["variables"][0]["mean_distance"].get<double>(),
+                   (20 * 1.0 + 180 * 0.5) / 200);
+
+  // A job names a continuous variable as categorical: found before anything runs.
+  write_text(dir_ / "bad.yaml",
+             "version: 1\n"
+             "steps:\n"
+             "  - method: utility\n"
+             "    masked: " +
+                 (dir_ / "masked.h5").string() +
+                 "\n"
+                 "    categorical: [income]\n");
+  const auto bad = run_sdc({"run", (dir_ / "bad.yaml").string(), "--input", (dir_ / "original.h5").string()});
+  std::printf("exit %d: %s", bad.exit_code, bad.err.c_str());
+  EXPECT_EQ(bad.exit_code, 4);
+  EXPECT_NE(bad.err.find("categorical: variable 'income' is continuous, expected categorical"), std::string::npos)
+      << bad.err;
+}
+
+TEST_F(ACategoricalUtility, RefusesAContinuousOrUnknownVariableGivenAsCategoricalWritingNothing) {
+  import_transitions();
+  const auto before = dir_.entries();
+  const auto continuous = utility("masked.h5", {"--categorical", "e,income"});
+  std::printf("exit %d: %s", continuous.exit_code, continuous.err.c_str());
+  EXPECT_EQ(continuous.exit_code, 3);
+  EXPECT_NE(continuous.err.find("--categorical: variable 'income' is continuous, expected categorical"),
+            std::string::npos)
+      << continuous.err;
+  const auto unknown = utility("masked.h5", {"--table-rows", "r", "--table-columns", "nosuch"});
+  std::printf("exit %d: %s", unknown.exit_code, unknown.err.c_str());
+  EXPECT_EQ(unknown.exit_code, 3);
+  EXPECT_NE(unknown.err.find("--table-columns: variable 'nosuch' is not in the file"), std::string::npos)
+      << unknown.err;
+  EXPECT_EQ(dir_.entries(), before);
+}
+
+TEST_F(ACategoricalUtility, RefusesMisusedFlagsAsUsageErrors) {
+  import_transitions();
+  const auto before = dir_.entries();
+  const auto nothing = utility("masked.h5", {});
+  EXPECT_EQ(nothing.exit_code, 2) << nothing.err;
+  EXPECT_NE(nothing.err.find("nothing to compare"), std::string::npos) << nothing.err;
+  const auto ordinal = utility("masked.h5", {"--categorical", "r", "--ordinal", "e"});
+  EXPECT_EQ(ordinal.exit_code, 2) << ordinal.err;
+  EXPECT_NE(ordinal.err.find("--ordinal: variable 'e' is not in --categorical"), std::string::npos) << ordinal.err;
+  const auto half_table = utility("masked.h5", {"--table-rows", "r"});
+  EXPECT_EQ(half_table.exit_code, 2) << half_table.err;
+  const auto distance = utility("masked.h5", {"--categorical", "e", "--ordinal-distance", "manhattan"});
+  EXPECT_EQ(distance.exit_code, 2) << distance.err;
+  EXPECT_EQ(dir_.entries(), before);
+}
+
+// A variable of 4 100 categories: its cross-tabulation original x masked would have 4 101² cells, over
+// the limit of 2^24 a table.
+TEST_F(ACategoricalUtility, RefusesATableBeyondTheCellLimitNamingTheVariableAndItsCells) {
+  std::string csv = "label\n";
+  for (int i = 0; i < 4100; ++i) csv += "L" + std::to_string(100000 + i) + "\n";
+  import("original", csv);
+  const auto before = dir_.entries();
+  const auto result = utility("original.h5", {"--categorical", "label"});
+  std::printf("exit %d: %s", result.exit_code, result.err.c_str());
+  EXPECT_EQ(result.exit_code, 2);
+  EXPECT_NE(result.err.find("'label'"), std::string::npos) << result.err;
+  EXPECT_NE(result.err.find("16818201 cells"), std::string::npos) << result.err;
   EXPECT_EQ(dir_.entries(), before);
 }
 
