@@ -32,9 +32,13 @@ class PramCommand final : public Command {
         ->check(CLI::Range(0.0, 1.0))
         ->type_name("A");
     app->add_option("--matrix", options_.matrix,
-                    "the transition matrix of every variable without --matrix-file: reference (sdcMicro's pram), "
-                    "nE:P, nB:P:B (band) or nF:P (frequency-dependent, 3 or more categories)")
-        ->type_name("reference|nE:P|nB:P:B|nF:P");
+                    "the transition matrix of every variable without --matrix-file, or VAR=SPEC per variable (others "
+                    "reference): reference (sdcMicro's pram), nE:P, nB:P:B (band), nF:P (frequency-dependent, 3 or "
+                    "more categories) or block:B1/B2/... (block diagonal over consecutive levels; each block 1 (kept), "
+                    "nE:P:N, nB:P:B:N or nF:P:N with N its number of levels)")
+        ->delimiter(',')
+        ->allow_extra_args(false)
+        ->type_name("SPEC|VAR=SPEC[,VAR=SPEC...]");
     app->add_option("--matrix-file", options_.matrix_files,
                     "VAR=FILE: a user transition matrix for VAR (CSV with the category labels; docs/pram.md)")
         ->delimiter(',')
@@ -59,6 +63,17 @@ class PramCommand final : public Command {
                     "risk is at most count / tau")
         ->check(CLI::PositiveNumber)
         ->type_name("TAU");
+    app->add_option("--two-way", options_.two_way,
+                    "VAR1:VAR2: report the unbiased estimate of the pair's two-way table from the released file and "
+                    "its information loss against the original table (RD, mRD, #Inf); at least one variable PRAMmed, "
+                    "the other categorical")
+        ->delimiter(',')
+        ->allow_extra_args(false)
+        ->type_name("VAR1:VAR2[,VAR1:VAR2...]");
+    app->add_option("--regression-target", options_.regression_target,
+                    "a continuous variable y: report, per PRAMmed variable, the means of y per category against "
+                    "their estimates from the released file (LRD, mLRD)")
+        ->type_name("Y");
     add_seed_option(*app, paths_, options_.seed_file);
     add_filters_option(*app, options_.filters);
     add_resume_flag(*app, paths_, options_.output, options_.resume, true);

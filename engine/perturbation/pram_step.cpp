@@ -19,6 +19,7 @@
 
 #include "distributed/compose/pram.h"
 #include "engine/checkpoint.h"
+#include "engine/flags.h"
 #include "engine/partitioned_table.h"
 #include "engine/perturbation/pram_step.h"
 #include "engine/report/run_report.h"
@@ -43,12 +44,19 @@ constexpr std::size_t kMaxListedStrata = 100;
 /// The estimates invert a K×K matrix per stratum (O(K³)); beyond this K they are skipped with a warning.
 constexpr std::int64_t kMaxEstimatedCategories = 1000;
 
-enum class MatrixKind { kReference, kEqual, kBand, kFrequency };
+/// Two-way tables of more strata × cells are not counted (their counts, before and after, take 8 bytes
+/// per cell on every rank): the pair is reported without estimates, with a warning.
+constexpr std::size_t kMaxTwoWayCells = std::size_t{1} << 22;
+/// Two-way tables of more cells are summarised (their information loss) in the report, not printed whole.
+constexpr std::int64_t kMaxPrintedCells = kMaxPrintedCategories * kMaxPrintedCategories;
 
+enum class MatrixKind { kReference, kFamily, kBlock };
+
+/// The matrix of one variable as --matrix spells it (docs/pram.md, "Matrices").
 struct MatrixSpec {
   MatrixKind kind = MatrixKind::kReference;
-  double p = 0.8;
-  std::int64_t band = 1;
+  PramFamily family;               ///< kFamily
+  std::vector<PramFamily> blocks;  ///< kBlock: the blocks in level order
   std::string text = "reference";
 };
 
@@ -74,30 +82,64 @@ double parse_probability(const std::string& text, const std::string& flag) {
   return *value;
 }
 
-MatrixSpec parse_matrix_spec(const std::string& text) {
-  std::vector<std::string> parts;
-  std::stringstream stream(text);
-  for (std::string part; std::getline(stream, part, ':');) parts.push_back(part);
-  MatrixSpec spec;
-  spec.text = text;
-  const std::string usage = "--matrix: expected reference, nE:P, nB:P:B or nF:P, got '" + text + "'";
-  if (parts.size() == 1 && parts[0] == "reference") return spec;
-  if (parts.size() == 2 && parts[0] == "nE")
-    spec.kind = MatrixKind::kEqual;
-  else if (parts.size() == 3 && parts[0] == "nB")
-    spec.kind = MatrixKind::kBand;
-  else if (parts.size() == 2 && parts[0] == "nF")
-    spec.kind = MatrixKind::kFrequency;
+std::int64_t parse_whole_number(const std::string& text, const std::string& flag, const std::string& what) {
+  std::int64_t value = 0;
+  const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (error != std::errc() || end != text.data() + text.size() || value < 1 || value > kMaxCount)
+    throw UsageError(flag + ": " + what + " must be a whole number from 1 to " + std::to_string(kMaxCount) + ", got '" +
+                     text + "'");
+  return value;
+}
+
+/// nE:P, nB:P:B or nF:P; as a block of a Block matrix (`sized`) followed by its number of categories
+/// (nE:P:N, nB:P:B:N, nF:P:N), or "1", a kept category.
+PramFamily parse_family(const std::string& text, bool sized, const std::string& flag, const std::string& usage) {
+  const std::vector<std::string> parts = split_list(text, ':');
+  PramFamily family;
+  if (sized && parts.size() == 1 && parts[0] == "1") {
+    family.kind = PramFamilyKind::kKeep;
+    return family;
+  }
+  const std::size_t size_field = sized ? 1 : 0;
+  if (parts.size() == 2 + size_field && parts[0] == "nE")
+    family.kind = PramFamilyKind::kEqual;
+  else if (parts.size() == 3 + size_field && parts[0] == "nB")
+    family.kind = PramFamilyKind::kBand;
+  else if (parts.size() == 2 + size_field && parts[0] == "nF")
+    family.kind = PramFamilyKind::kFrequency;
   else
     throw UsageError(usage);
-  spec.p = parse_probability(parts[1], "--matrix");
-  if (spec.kind == MatrixKind::kBand) {
-    std::int64_t band = 0;
-    const auto [end, error] = std::from_chars(parts[2].data(), parts[2].data() + parts[2].size(), band);
-    if (error != std::errc() || end != parts[2].data() + parts[2].size() || band < 1)
-      throw UsageError("--matrix nB:P:B: the band B must be a whole number >= 1, got '" + parts[2] + "'");
-    spec.band = band;
+  family.p = parse_probability(parts[1], flag);
+  if (family.kind == PramFamilyKind::kBand) family.band = parse_whole_number(parts[2], flag, "the band B of nB:P:B");
+  if (sized) {
+    family.size = parse_whole_number(parts.back(), flag, "the size of block '" + text + "'");
+    if (family.kind == PramFamilyKind::kFrequency && family.size < 3)
+      throw UsageError(flag + ": block '" + text + "': the nF family needs at least 3 categories");
   }
+  return family;
+}
+
+/// One matrix specification; `flag` names it in errors ("--matrix" or "--matrix marstat").
+MatrixSpec parse_matrix_spec(const std::string& text, const std::string& flag) {
+  MatrixSpec spec;
+  spec.text = text;
+  const std::string usage = flag +
+                            ": expected reference, nE:P, nB:P:B, nF:P or block:B1/B2/... (each block 1, nE:P:N, "
+                            "nB:P:B:N or nF:P:N, N its number of categories), got '" +
+                            text + "'";
+  if (text == "reference") return spec;
+  constexpr std::string_view kBlockPrefix = "block:";
+  if (text.starts_with(kBlockPrefix)) {
+    spec.kind = MatrixKind::kBlock;
+    for (const std::string& block : split_list(text.substr(kBlockPrefix.size()), '/')) {
+      if (block.empty()) throw UsageError(usage);
+      spec.blocks.push_back(parse_family(block, true, flag, usage));
+    }
+    if (spec.blocks.empty()) throw UsageError(usage);
+    return spec;
+  }
+  spec.kind = MatrixKind::kFamily;
+  spec.family = parse_family(text, false, flag, usage);
   return spec;
 }
 
@@ -240,7 +282,17 @@ class PramStepImpl final : public PramStep {
     TablePart& part = opened.part;
 
     Table& table = part.table;
-    for (const auto& name : options.variables) table.require(name, VariableType::kCategorical);
+    for (const auto& name : options.variables) {
+      const Column& column = table.require(name, VariableType::kCategorical);
+      check_matrix_fits(column.info(), flags.matrix.at(name));
+    }
+    for (const auto& [row, column] : flags.two_way) {
+      table.require(row, VariableType::kCategorical);
+      table.require(column, VariableType::kCategorical);
+    }
+    std::span<const double> target;
+    if (options.regression_target)
+      target = table.require(*options.regression_target, VariableType::kContinuous).values();
     KeyColumns strata_columns;
     for (const auto& name : options.strata) {
       const Column& column = table.require(name, VariableType::kCategorical);
@@ -254,22 +306,44 @@ class PramStepImpl final : public PramStep {
     std::vector<std::uint8_t> changed(n, 0);
     clock.lap("strata");
 
+    // The two-way tables of the original file, counted before any variable is drawn (the columns are
+    // replaced one by one).
+    std::vector<TwoWayTable> two_way;
+    for (const auto& [row, column] : flags.two_way)
+      two_way.push_back(count_two_way(comm, table, row, column, strata, step.warnings));
+    clock.lap("two-way tables before");
+
     nlohmann::json variables = nlohmann::json::array();
+    std::vector<PrammedVariable> prammed(options.variables.size());
     for (std::size_t v = 0; v < options.variables.size(); ++v) {
       const std::string& name = options.variables[v];
       Column* column = nullptr;
       for (Column& c : table.mutable_columns())
         if (c.name() == name) column = &c;
       SDC_CHECK(column != nullptr, "a PRAM variable vanished from the table");
-      const VariableInfo info = column->info();
-      std::optional<PramMatrix> user;
+      PrammedVariable& variable = prammed[v];
+      variable.info = column->info();
+      const auto k = static_cast<std::int32_t>(variable.info.levels.size());
       if (const auto it = flags.matrix_files.find(name); it != flags.matrix_files.end())
-        user = read_matrix_file(it->second, info, options.matrix_tolerance);
+        variable.user = read_matrix_file(it->second, variable.info, options.matrix_tolerance);
+      variable.before = distributed::distributed_pram_counts(comm, column->codes(), strata, k);
+      if (options.regression_target)
+        variable.target_before = distributed::distributed_pram_target_sums(comm, column->codes(), target, strata, k);
       std::vector<std::int32_t> released(n);
-      variables.push_back(pram_variable(comm, v, info, column->codes(), user, flags, seed.value, strata, released,
-                                        changed, table.first_row_id(), context.report_min_count, step.warnings, clock));
+      variables.push_back(pram_variable(comm, v, variable.info, column->codes(), variable.before, variable.user, flags,
+                                        seed.value, strata, released, changed, table.first_row_id(),
+                                        context.report_min_count, step.warnings, clock));
       column->mutable_storage() = std::move(released);
+      variables.back()["regression"] =
+          options.regression_target ? regression_entry(comm, v, variable, column->codes(), target, flags, seed.value,
+                                                       strata, context.report_min_count, step.warnings)
+                                    : nlohmann::json(nullptr);
     }
+    nlohmann::json two_way_json = nlohmann::json::array();
+    for (const TwoWayTable& pair : two_way)
+      two_way_json.push_back(two_way_entry(comm, table, pair, prammed, flags, seed.value, strata,
+                                           context.report_min_count, step.warnings));
+    clock.lap("two-way and regression estimates");
 
     const auto records_changed =
         comm.all_reduce_sum(static_cast<std::int64_t>(std::count(changed.begin(), changed.end(), std::uint8_t{1})));
@@ -278,7 +352,10 @@ class PramStepImpl final : public PramStep {
                     {"strata", static_cast<std::int64_t>(strata.ids.size())},
                     {"strata_listed", strata.ids.size() <= kMaxListedStrata},
                     {"risk_threshold", options.risk_threshold},
-                    {"variables", std::move(variables)}};
+                    {"variables", std::move(variables)},
+                    {"regression_target",
+                     options.regression_target ? nlohmann::json(*options.regression_target) : nlohmann::json(nullptr)},
+                    {"two_way", std::move(two_way_json)}};
 
     std::vector<Column> added;
     added.push_back(Column::categorical(changed_variable(), std::vector<std::int32_t>(changed.begin(), changed.end())));
@@ -299,6 +376,14 @@ class PramStepImpl final : public PramStep {
       expect_variable(available, name, VariableType::kCategorical, "variables", problems);
     for (const auto& name : options.strata)
       expect_variable(available, name, VariableType::kCategorical, "strata", problems);
+    for (const auto& entry : options.two_way) {
+      const auto colon = entry.find(':');
+      if (colon == std::string::npos) continue;  // the step's own checks name it
+      for (const auto& name : {entry.substr(0, colon), entry.substr(colon + 1)})
+        if (!name.empty()) expect_variable(available, name, VariableType::kCategorical, "two-way", problems);
+    }
+    if (options.regression_target)
+      expect_variable(available, *options.regression_target, VariableType::kContinuous, "regression-target", problems);
   }
 
   bool needs_seed() const override { return true; }
@@ -307,9 +392,10 @@ class PramStepImpl final : public PramStep {
 
  private:
   struct ParsedFlags {
-    std::map<std::string, double> pd;  ///< per variable
-    MatrixSpec matrix;
+    std::map<std::string, double> pd;          ///< per variable
+    std::map<std::string, MatrixSpec> matrix;  ///< per variable (a variable with a matrix file keeps the default)
     std::map<std::string, std::filesystem::path> matrix_files;
+    std::vector<std::pair<std::string, std::string>> two_way;  ///< the pairs of --two-way, in order
   };
 
   ParsedFlags parse_flags() const {
@@ -330,25 +416,79 @@ class PramStepImpl final : public PramStep {
       const auto it = per_variable.find(name);
       flags.pd[name] = it == per_variable.end() ? common : parse_probability(it->second, "--pd " + name);
     }
-    flags.matrix = parse_matrix_spec(options.matrix);
-    for (const auto& [name, file] : parse_assignments(options.matrix_files, "--matrix-file", options.variables))
+    // --matrix SPEC for every variable, or VAR=SPEC per variable (the others keep the reference).
+    MatrixSpec common_matrix;
+    std::map<std::string, std::string> per_variable_matrix;
+    if (options.matrix.size() == 1 && options.matrix[0].find('=') == std::string::npos)
+      common_matrix = parse_matrix_spec(options.matrix[0], "--matrix");
+    else
+      per_variable_matrix = parse_assignments(options.matrix, "--matrix", options.variables);
+    for (const auto& name : options.variables) {
+      const auto it = per_variable_matrix.find(name);
+      flags.matrix[name] =
+          it == per_variable_matrix.end() ? common_matrix : parse_matrix_spec(it->second, "--matrix " + name);
+    }
+    for (const auto& [name, file] : parse_assignments(options.matrix_files, "--matrix-file", options.variables)) {
+      if (per_variable_matrix.contains(name))
+        throw UsageError("--matrix-file: variable '" + name + "' also has a --matrix; give it one of them");
       flags.matrix_files[name] = file;
+    }
+    std::set<std::pair<std::string, std::string>> pairs;
+    for (const auto& entry : options.two_way) {
+      const auto colon = entry.find(':');
+      if (colon == std::string::npos || colon == 0 || colon + 1 == entry.size() ||
+          entry.find(':', colon + 1) != std::string::npos)
+        throw UsageError("--two-way: expected VAR1:VAR2, got '" + entry + "'");
+      std::pair<std::string, std::string> pair{entry.substr(0, colon), entry.substr(colon + 1)};
+      if (pair.first == pair.second)
+        throw UsageError("--two-way " + entry + ": variable '" + pair.first + "' is named twice; a pair needs two");
+      if (!seen.contains(pair.first) && !seen.contains(pair.second))
+        throw UsageError("--two-way " + entry + ": neither '" + pair.first + "' nor '" + pair.second +
+                         "' is one of --variables; at least one must be PRAMmed");
+      if (!pairs.insert(pair).second) throw UsageError("--two-way: the pair " + entry + " is given twice");
+      flags.two_way.push_back(std::move(pair));
+    }
+    if (options.regression_target && seen.contains(*options.regression_target))
+      throw UsageError("--regression-target: variable '" + *options.regression_target +
+                       "' is PRAMmed; the target is a continuous variable");
     return flags;
   }
 
   nlohmann::json parameters(const ParsedFlags& flags) const {
     nlohmann::json pd = nlohmann::json::object();
     for (const auto& [name, value] : flags.pd) pd[name] = value;
+    nlohmann::json matrix = nlohmann::json::object();
+    for (const auto& [name, spec] : flags.matrix) matrix[name] = flags.matrix_files.contains(name) ? "file" : spec.text;
     return {{"variables", options.variables},
             {"strata", options.strata},
             {"pd", pd},
             {"alpha", options.alpha},
-            {"matrix", options.matrix},
+            {"matrix", matrix},
             {"matrix-file", options.matrix_files},
             {"matrix-tolerance",
              options.matrix_tolerance ? nlohmann::json(*options.matrix_tolerance) : nlohmann::json(nullptr)},
             {"invariant", options.invariant},
-            {"risk-threshold", options.risk_threshold}};
+            {"risk-threshold", options.risk_threshold},
+            {"two-way", options.two_way},
+            {"regression-target",
+             options.regression_target ? nlohmann::json(*options.regression_target) : nlohmann::json(nullptr)}};
+  }
+
+  /// Before anything is drawn: every matrix specification fits its variable (nF needs 3 categories, the
+  /// blocks of a Block matrix cover the levels exactly). Errors name the variable.
+  static void check_matrix_fits(const VariableInfo& info, const MatrixSpec& spec) {
+    const auto k = static_cast<std::int64_t>(info.levels.size());
+    if (spec.kind == MatrixKind::kFamily && spec.family.kind == PramFamilyKind::kFrequency && k < 3)
+      throw UsageError("--matrix " + spec.text + ": the nF family needs at least 3 categories; variable '" + info.name +
+                       "' has " + std::to_string(k));
+    if (spec.kind == MatrixKind::kBlock) {
+      std::int64_t covered = 0;
+      for (const PramFamily& block : spec.blocks) covered += block.size;
+      if (covered != k)
+        throw UsageError("--matrix " + spec.text + ": the block sizes add up to " + std::to_string(covered) +
+                         ", but variable '" + info.name + "' has " + std::to_string(k) +
+                         " levels; the blocks must cover them, in level order");
+    }
   }
 
   /// The matrices of variable `info` (position `v` in the step) in one stratum with counts `t`.
@@ -356,26 +496,243 @@ class PramStepImpl final : public PramStep {
                                    const ParsedFlags& flags, std::uint64_t seed, std::uint64_t stratum_id,
                                    std::span<const std::int64_t> t) const {
     const auto k = static_cast<std::int64_t>(t.size());
+    const MatrixSpec& spec = flags.matrix.at(info.name);
     StratumMatrices out;
-    if (!user && flags.matrix.kind == MatrixKind::kReference) {
+    if (!user && spec.kind == MatrixKind::kReference) {
       const auto diagonal = pram_draw_diagonal(seed, v, stratum_id, k, flags.pd.at(info.name));
       ReferencePram reference = pram_reference_matrices(diagonal, t, options.alpha);
       return {std::move(reference.p), std::move(reference.drawn)};
     }
-    if (user) {
+    if (user)
       out.p = *user;
-    } else if (flags.matrix.kind == MatrixKind::kEqual) {
-      out.p = pram_equal_matrix(k, flags.matrix.p);
-    } else if (flags.matrix.kind == MatrixKind::kBand) {
-      out.p = pram_band_matrix(k, flags.matrix.p, flags.matrix.band);
-    } else {
-      if (k < 3)
-        throw UsageError("--matrix " + flags.matrix.text + ": the nF family needs at least 3 categories; variable '" +
-                         info.name + "' has " + std::to_string(k));
-      out.p = pram_frequency_matrix(t, flags.matrix.p);
-    }
+    else if (spec.kind == MatrixKind::kFamily)
+      out.p = pram_family_matrix(spec.family, t);
+    else
+      out.p = pram_family_block_matrix(spec.blocks, t);
     out.drawn = options.invariant ? pram_blend_with_identity(pram_invariant_matrix(out.p, t), options.alpha) : out.p;
     return out;
+  }
+
+  /// What the report's two-way and regression estimates need of a PRAMmed variable after its draws.
+  struct PrammedVariable {
+    VariableInfo info;
+    std::optional<PramMatrix> user;
+    std::vector<std::int64_t> before;           ///< counts per (stratum, category) before the draws
+    distributed::PramTargetSums target_before;  ///< with --regression-target
+  };
+
+  /// One --two-way pair and its original table per (stratum, row, column); `before` is empty when the
+  /// tables would be too large to count.
+  struct TwoWayTable {
+    std::string row;
+    std::string column;
+    std::int64_t rows = 0;
+    std::int64_t columns = 0;
+    std::vector<std::int64_t> before;
+  };
+
+  /// The matrix the records of variable v in stratum s were drawn from: rebuilt, as the matrices are a
+  /// pure function of the counts, the parameters and the seed (and kept by no one meanwhile).
+  PramMatrix drawn_matrix(std::size_t v, const PrammedVariable& variable, const ParsedFlags& flags, std::uint64_t seed,
+                          const distributed::Strata& strata, std::size_t s) const {
+    const std::size_t k = variable.info.levels.size();
+    return stratum_matrices(v, variable.info, variable.user, flags, seed, strata.ids[s],
+                            std::span<const std::int64_t>(variable.before).subspan(s * k, k))
+        .drawn;
+  }
+
+  /// The position of `name` in --variables, if it is PRAMmed.
+  std::optional<std::size_t> prammed_position(const std::string& name) const {
+    const auto it = std::find(options.variables.begin(), options.variables.end(), name);
+    if (it == options.variables.end()) return std::nullopt;
+    return static_cast<std::size_t>(it - options.variables.begin());
+  }
+
+  /// Collective: the original table of one --two-way pair, per stratum.
+  TwoWayTable count_two_way(const distributed::Communicator& comm, const Table& table, const std::string& row,
+                            const std::string& column, const distributed::Strata& strata,
+                            std::vector<std::string>& warnings) const {
+    const Column& a = table.require(row, VariableType::kCategorical);
+    const Column& b = table.require(column, VariableType::kCategorical);
+    TwoWayTable out{row,
+                    column,
+                    static_cast<std::int64_t>(a.info().levels.size()),
+                    static_cast<std::int64_t>(b.info().levels.size()),
+                    {}};
+    // Level counts are below 2^31 and strata at most the records: the product is checked in steps.
+    const auto cells = static_cast<std::size_t>(out.rows) * static_cast<std::size_t>(out.columns);
+    if (cells > kMaxTwoWayCells || cells * strata.ids.size() > kMaxTwoWayCells) {
+      warnings.push_back("--two-way " + row + ":" + column + ": " + std::to_string(strata.ids.size()) + " strata of " +
+                         std::to_string(out.rows) + " x " + std::to_string(out.columns) + " cells exceed " +
+                         std::to_string(kMaxTwoWayCells) + " cells; the table is not estimated");
+      return out;
+    }
+    out.before = distributed::distributed_pram_pair_counts(comm, a.codes(), b.codes(), strata,
+                                                           static_cast<std::int32_t>(out.rows),
+                                                           static_cast<std::int32_t>(out.columns));
+    return out;
+  }
+
+  /// A K_row×K_column table of report values, or null when it is too large to print.
+  template <typename Cell>
+  static nlohmann::json table_json(std::int64_t rows, std::int64_t columns, Cell&& cell) {
+    if (rows * columns > kMaxPrintedCells) return nullptr;
+    nlohmann::json out = nlohmann::json::array();
+    for (std::int64_t r = 0; r < rows; ++r) {
+      nlohmann::json line = nlohmann::json::array();
+      for (std::int64_t c = 0; c < columns; ++c) line.push_back(cell(static_cast<std::size_t>(r * columns + c)));
+      out.push_back(std::move(line));
+    }
+    return out;
+  }
+
+  /// Collective, after every draw: the report entry of one --two-way pair. T̂ = (P_X⁻¹)ᵀ T_XY P_Y⁻¹ per
+  /// stratum from the released table, with that stratum's matrices (the identity for a variable that
+  /// is not PRAMmed), summed over strata and compared with the original table.
+  nlohmann::json two_way_entry(const distributed::Communicator& comm, const Table& table, const TwoWayTable& pair,
+                               const std::vector<PrammedVariable>& prammed, const ParsedFlags& flags,
+                               std::uint64_t seed, const distributed::Strata& strata, std::int64_t min_count,
+                               std::vector<std::string>& warnings) const {
+    const std::string name = pair.row + ":" + pair.column;
+    const std::optional<std::size_t> row_variable = prammed_position(pair.row);
+    const std::optional<std::size_t> column_variable = prammed_position(pair.column);
+    nlohmann::json entry = {{"variables", {pair.row, pair.column}},
+                            {"prammed", {row_variable.has_value(), column_variable.has_value()}},
+                            {"cells", pair.rows * pair.columns},
+                            {"records", nullptr},
+                            {"counts_before", nullptr},
+                            {"counts_after", nullptr},
+                            {"estimate", nullptr},
+                            {"information_loss", nullptr}};
+    if (pair.before.empty()) return entry;
+    const auto cells = static_cast<std::size_t>(pair.rows * pair.columns);
+    const auto after = distributed::distributed_pram_pair_counts(
+        comm, table.require(pair.row, VariableType::kCategorical).codes(),
+        table.require(pair.column, VariableType::kCategorical).codes(), strata, static_cast<std::int32_t>(pair.rows),
+        static_cast<std::int32_t>(pair.columns));
+    std::vector<std::int64_t> total_before(cells, 0);
+    std::vector<std::int64_t> total_after(cells, 0);
+    for (std::size_t s = 0; s < strata.ids.size(); ++s)
+      for (std::size_t c = 0; c < cells; ++c) {
+        total_before[c] += pair.before[s * cells + c];
+        total_after[c] += after[s * cells + c];
+      }
+    std::int64_t records = 0;
+    for (std::int64_t c : total_before) records += c;
+    entry["records"] = reported_count(records, min_count);
+    entry["counts_before"] =
+        table_json(pair.rows, pair.columns, [&](std::size_t c) { return reported_count(total_before[c], min_count); });
+    entry["counts_after"] =
+        table_json(pair.rows, pair.columns, [&](std::size_t c) { return reported_count(total_after[c], min_count); });
+
+    const auto too_large = [&](const std::optional<std::size_t>& v) {
+      return v && static_cast<std::int64_t>(prammed[*v].info.levels.size()) > kMaxEstimatedCategories;
+    };
+    if (too_large(row_variable) || too_large(column_variable)) {
+      warnings.push_back("--two-way " + name + ": a variable of more than " + std::to_string(kMaxEstimatedCategories) +
+                         " categories; the table is not estimated");
+      return entry;
+    }
+    std::vector<ExactSum> estimate(cells);
+    for (std::size_t s = 0; s < strata.ids.size(); ++s) {
+      const PramMatrix p_row =
+          row_variable ? drawn_matrix(*row_variable, prammed[*row_variable], flags, seed, strata, s) : PramMatrix();
+      const PramMatrix p_column =
+          column_variable ? drawn_matrix(*column_variable, prammed[*column_variable], flags, seed, strata, s)
+                          : PramMatrix();
+      const auto t_hat =
+          pram_two_way_estimate(p_row, p_column, std::span(after).subspan(s * cells, cells), pair.rows, pair.columns);
+      if (!t_hat) {
+        warnings.push_back("--two-way " + name + ", " + stratum_name(strata.ids[s]) +
+                           ": a transition matrix is singular; no unbiased estimate");
+        return entry;
+      }
+      for (std::size_t c = 0; c < cells; ++c)
+        estimate[c].add(
+            (*t_hat)(static_cast<Eigen::Index>(c) / pair.columns, static_cast<Eigen::Index>(c) % pair.columns));
+    }
+    std::vector<double> t_hat(cells);
+    for (std::size_t c = 0; c < cells; ++c) t_hat[c] = estimate[c].value();
+    // An estimate next to a count shown as "< N" would tell what the count is.
+    entry["estimate"] = table_json(pair.rows, pair.columns, [&](std::size_t c) {
+      return reported_count(total_before[c], min_count).is_string() ? nlohmann::json(nullptr)
+                                                                    : nlohmann::json(t_hat[c]);
+    });
+    const PramRelativeDifference loss = pram_relative_difference(total_before, t_hat);
+    entry["information_loss"] = {
+        {"rd", number_or_null(loss.rd)}, {"mrd", number_or_null(loss.mrd)}, {"infinite", loss.infinite}};
+    return entry;
+  }
+
+  /// Collective, after variable v's draws: its group means of the --regression-target y against their
+  /// estimates from the released file, β̃ = diag(T̂)⁻¹ (P⁻¹)ᵀ T^y_X per stratum, summed over strata.
+  nlohmann::json regression_entry(const distributed::Communicator& comm, std::size_t v, const PrammedVariable& variable,
+                                  std::span<const std::int32_t> released, std::span<const double> target,
+                                  const ParsedFlags& flags, std::uint64_t seed, const distributed::Strata& strata,
+                                  std::int64_t min_count, std::vector<std::string>& warnings) const {
+    const std::size_t k = variable.info.levels.size();
+    const auto after =
+        distributed::distributed_pram_target_sums(comm, released, target, strata, static_cast<std::int32_t>(k));
+    std::vector<std::int64_t> counts(k, 0);
+    std::vector<ExactSum> sums(k);
+    for (std::size_t s = 0; s < strata.ids.size(); ++s)
+      for (std::size_t c = 0; c < k; ++c) {
+        counts[c] += variable.target_before.counts[s * k + c];
+        sums[c].merge(variable.target_before.sums[s * k + c]);
+      }
+    std::vector<double> original_sums(k);
+    std::int64_t records = 0;
+    for (std::size_t c = 0; c < k; ++c) {
+      original_sums[c] = sums[c].value();
+      records += counts[c];
+    }
+    // A mean of fewer records than the small-count rule allows would tell their values.
+    const auto mean_json = [&](const std::vector<double>& means) {
+      nlohmann::json out = nlohmann::json::array();
+      for (std::size_t c = 0; c < k; ++c)
+        out.push_back(label_may_be_printed(counts[c], min_count) ? number_or_null(means[c]) : nlohmann::json(nullptr));
+      return out;
+    };
+    std::vector<double> beta(k);
+    for (std::size_t c = 0; c < k; ++c)
+      beta[c] =
+          counts[c] > 0 ? original_sums[c] / static_cast<double>(counts[c]) : std::numeric_limits<double>::quiet_NaN();
+    nlohmann::json entry = {{"target", *options.regression_target},
+                            {"records", reported_count(records, min_count)},
+                            {"mean_before", mean_json(beta)},
+                            {"mean_estimate", nullptr},
+                            {"information_loss", nullptr}};
+    if (static_cast<std::int64_t>(k) > kMaxEstimatedCategories) return entry;  // warned with the one-way estimate
+    std::vector<ExactSum> estimated_counts(k);
+    std::vector<ExactSum> estimated_sums(k);
+    std::vector<double> released_sums(k);
+    for (std::size_t s = 0; s < strata.ids.size(); ++s) {
+      const PramMatrix p = drawn_matrix(v, variable, flags, seed, strata, s);
+      for (std::size_t c = 0; c < k; ++c) released_sums[c] = after.sums[s * k + c].value();
+      const auto t_hat = pram_unbiased_estimate(p, std::span<const std::int64_t>(after.counts).subspan(s * k, k));
+      const auto s_hat = pram_unbiased_totals(p, released_sums);
+      if (!t_hat || !s_hat) {
+        warnings.push_back("--regression-target " + *options.regression_target + ", variable '" + variable.info.name +
+                           "', " + stratum_name(strata.ids[s]) + ": the transition matrix is singular; no estimate");
+        return entry;
+      }
+      for (std::size_t c = 0; c < k; ++c) {
+        estimated_counts[c].add((*t_hat)(static_cast<Eigen::Index>(c)));
+        estimated_sums[c].add((*s_hat)(static_cast<Eigen::Index>(c)));
+      }
+    }
+    std::vector<double> t_hat(k);
+    std::vector<double> s_hat(k);
+    for (std::size_t c = 0; c < k; ++c) {
+      t_hat[c] = estimated_counts[c].value();
+      s_hat[c] = estimated_sums[c].value();
+    }
+    const PramRegressionLoss loss = pram_regression_loss(counts, original_sums, t_hat, s_hat);
+    entry["mean_estimate"] = mean_json(loss.beta_estimate);
+    entry["information_loss"] = {{"lrd", number_or_null(loss.lrd)}, {"mlrd", number_or_null(loss.mlrd)},
+                                 {"measured", loss.measured},       {"empty", loss.empty},
+                                 {"zero_mean", loss.zero_mean},     {"infinite", loss.infinite}};
+    return entry;
   }
 
   std::string stratum_name(std::uint64_t id) const {
@@ -383,19 +740,19 @@ class PramStepImpl final : public PramStep {
     return "stratum id " + std::to_string(id);
   }
 
-  /// Collective: PRAM of one variable on every rank; returns its report entry.
+  /// Collective: PRAM of one variable on every rank, whose counts per (stratum, category) are `before`;
+  /// returns its report entry.
   nlohmann::json pram_variable(const distributed::Communicator& comm, std::size_t v, const VariableInfo& info,
-                               std::span<const std::int32_t> original, const std::optional<PramMatrix>& user,
-                               const ParsedFlags& flags, std::uint64_t seed, const distributed::Strata& strata,
-                               std::span<std::int32_t> released, std::span<std::uint8_t> changed,
-                               std::int64_t first_row_id, std::int64_t min_count, std::vector<std::string>& warnings,
-                               PhaseClock& clock) const {
+                               std::span<const std::int32_t> original, std::span<const std::int64_t> before,
+                               const std::optional<PramMatrix>& user, const ParsedFlags& flags, std::uint64_t seed,
+                               const distributed::Strata& strata, std::span<std::int32_t> released,
+                               std::span<std::uint8_t> changed, std::int64_t first_row_id, std::int64_t min_count,
+                               std::vector<std::string>& warnings, PhaseClock& clock) const {
     const auto k = static_cast<std::int32_t>(info.levels.size());
     const auto kk = static_cast<std::size_t>(k);
     const std::size_t strata_count = strata.ids.size();
-    const auto before = distributed::distributed_pram_counts(comm, original, strata, k);
-    const auto stratum_counts = [&](const std::vector<std::int64_t>& all, std::size_t s) {
-      return std::span<const std::int64_t>(all.data() + s * kk, kk);
+    const auto stratum_counts = [&](std::span<const std::int64_t> all, std::size_t s) {
+      return all.subspan(s * kk, kk);
     };
 
     std::vector<PramMatrix> drawn(strata_count);
@@ -524,11 +881,12 @@ class PramStepImpl final : public PramStep {
     std::int64_t changed_total = 0;
     for (std::int64_t c : changes) changed_total += c;
     SDC_CHECK(changed_total == comm.all_reduce_sum(local_changes), "PRAM change counts disagree");
-    const bool reference = !user && flags.matrix.kind == MatrixKind::kReference;
+    const MatrixSpec& spec = flags.matrix.at(info.name);
+    const bool reference = !user && spec.kind == MatrixKind::kReference;
     nlohmann::json entry = {
         {"variable", info.name},
         {"levels", info.levels},
-        {"matrix", user ? "file" : flags.matrix.text},
+        {"matrix", user ? "file" : spec.text},
         {"invariant", reference || options.invariant},
         {"alpha", reference || options.invariant ? nlohmann::json(options.alpha) : nlohmann::json(nullptr)},
         {"pd", reference ? nlohmann::json(flags.pd.at(info.name)) : nlohmann::json(nullptr)},

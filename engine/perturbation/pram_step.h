@@ -21,11 +21,13 @@ struct PramStepOptions {
   std::vector<std::string> strata;
   std::vector<std::string> pd{"0.8"};
   double alpha = 0.5;
-  std::string matrix = "reference";
+  std::vector<std::string> matrix{"reference"};  ///< one SPEC for every variable, or VAR=SPEC entries
   std::vector<std::string> matrix_files;
   std::optional<double> matrix_tolerance;
   bool invariant = false;
   double risk_threshold = 100.0;
+  std::vector<std::string> two_way;  ///< VAR1:VAR2 pairs
+  std::optional<std::string> regression_target;
   std::optional<std::filesystem::path> seed_file;
   std::string filters = "shuffle,deflate=1";
   bool resume = false;

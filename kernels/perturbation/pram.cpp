@@ -35,6 +35,18 @@ double maximum(const std::vector<double>& values) {
   return values.empty() ? std::numeric_limits<double>::quiet_NaN() : *std::max_element(values.begin(), values.end());
 }
 
+/// T̂ comes from a linear solve: an empty cell's estimate is "zero" up to rounding of the other cells.
+double zero_of(std::span<const std::int64_t> original) { return 1e-9 * std::max(1.0, total_of(original)); }
+
+Eigen::MatrixXd table_of(std::span<const std::int64_t> cells, std::int64_t rows, std::int64_t columns) {
+  SDC_CHECK(static_cast<std::int64_t>(cells.size()) == rows * columns, "a two-way table of the wrong size");
+  Eigen::MatrixXd out(index_of(rows), index_of(columns));
+  for (Eigen::Index r = 0; r < out.rows(); ++r)
+    for (Eigen::Index c = 0; c < out.cols(); ++c)
+      out(r, c) = static_cast<double>(cells[static_cast<std::size_t>(r * out.cols() + c)]);
+  return out;
+}
+
 std::optional<Eigen::MatrixXd> inverse_of(const PramMatrix& p) {
   const Eigen::MatrixXd dense = p;
   Eigen::FullPivLU<Eigen::MatrixXd> lu(dense);
@@ -100,6 +112,36 @@ PramMatrix pram_block_matrix(std::span<const PramMatrix> blocks) {
     at += block.rows();
   }
   return m;
+}
+
+PramMatrix pram_family_matrix(const PramFamily& family, std::span<const std::int64_t> counts) {
+  const auto k = static_cast<std::int64_t>(counts.size());
+  switch (family.kind) {
+    case PramFamilyKind::kEqual:
+      return pram_equal_matrix(k, family.p);
+    case PramFamilyKind::kBand:
+      return pram_band_matrix(k, family.p, family.band);
+    case PramFamilyKind::kFrequency:
+      return pram_frequency_matrix(counts, family.p);
+    case PramFamilyKind::kKeep:
+      break;
+  }
+  return PramMatrix::Identity(index_of(k), index_of(k));
+}
+
+PramMatrix pram_family_block_matrix(std::span<const PramFamily> blocks, std::span<const std::int64_t> counts) {
+  std::vector<PramMatrix> matrices;
+  matrices.reserve(blocks.size());
+  std::size_t at = 0;
+  for (const PramFamily& block : blocks) {
+    SDC_CHECK(block.size >= 1 && at + static_cast<std::size_t>(block.size) <= counts.size(),
+              "the blocks of a Block matrix exceed its categories (the step checks the sizes)");
+    matrices.push_back(pram_family_matrix(block, counts.subspan(at, static_cast<std::size_t>(block.size))));
+    at += static_cast<std::size_t>(block.size);
+  }
+  SDC_CHECK(at == counts.size(),
+            "the blocks of a Block matrix do not cover its categories (the step checks the sizes)");
+  return pram_block_matrix(matrices);
 }
 
 PramMatrix pram_diagonal_matrix(std::span<const double> diagonal) {
@@ -292,6 +334,40 @@ std::optional<Eigen::VectorXd> pram_unbiased_estimate(const PramMatrix& p, std::
   return Eigen::VectorXd(lu.solve(t));
 }
 
+std::optional<Eigen::VectorXd> pram_unbiased_totals(const PramMatrix& p, std::span<const double> released) {
+  const Eigen::MatrixXd transposed = p.transpose();
+  Eigen::FullPivLU<Eigen::MatrixXd> lu(transposed);
+  if (!lu.isInvertible()) return std::nullopt;
+  const Eigen::Map<const Eigen::VectorXd> s(released.data(), static_cast<Eigen::Index>(released.size()));
+  return Eigen::VectorXd(lu.solve(s));
+}
+
+Eigen::MatrixXd pram_two_way_expected(const PramMatrix& p_row, const PramMatrix& p_column,
+                                      std::span<const std::int64_t> original, std::int64_t rows, std::int64_t columns) {
+  Eigen::MatrixXd out = table_of(original, rows, columns);
+  if (p_row.size() > 0) out = p_row.transpose() * out;
+  if (p_column.size() > 0) out = out * p_column;
+  return out;
+}
+
+std::optional<Eigen::MatrixXd> pram_two_way_estimate(const PramMatrix& p_row, const PramMatrix& p_column,
+                                                     std::span<const std::int64_t> released, std::int64_t rows,
+                                                     std::int64_t columns) {
+  Eigen::MatrixXd out = table_of(released, rows, columns);
+  // (P_X⁻¹)ᵀ T: solve P_Xᵀ A = T. Then A P_Y⁻¹ = B: solve P_Yᵀ Bᵀ = Aᵀ.
+  if (p_row.size() > 0) {
+    Eigen::FullPivLU<Eigen::MatrixXd> lu(Eigen::MatrixXd(p_row.transpose()));
+    if (!lu.isInvertible()) return std::nullopt;
+    out = lu.solve(out);
+  }
+  if (p_column.size() > 0) {
+    Eigen::FullPivLU<Eigen::MatrixXd> lu(Eigen::MatrixXd(p_column.transpose()));
+    if (!lu.isInvertible()) return std::nullopt;
+    out = Eigen::MatrixXd(lu.solve(out.transpose())).transpose();
+  }
+  return out;
+}
+
 Eigen::MatrixXd pram_released_variance(const PramMatrix& p, std::span<const std::int64_t> original) {
   const Eigen::Index k = p.rows();
   Eigen::MatrixXd v = Eigen::MatrixXd::Zero(k, k);
@@ -344,13 +420,11 @@ PramRisk pram_risk(const PramMatrix& p, std::span<const std::int64_t> original, 
   return out;
 }
 
-PramInformationLoss pram_information_loss(std::span<const std::int64_t> original, std::span<const double> estimate,
-                                          std::span<const double> variance) {
+PramRelativeDifference pram_relative_difference(std::span<const std::int64_t> original,
+                                                std::span<const double> estimate) {
   std::vector<double> rd;
-  std::vector<double> cv;
-  PramInformationLoss out;
-  // T̂ comes from a linear solve: an empty cell's estimate is "zero" up to rounding of the other cells.
-  const double zero = 1e-9 * std::max(1.0, total_of(original));
+  PramRelativeDifference out;
+  const double zero = zero_of(original);
   for (std::size_t k = 0; k < original.size(); ++k) {
     const double t = static_cast<double>(original[k]);
     if (t == 0.0) {
@@ -358,12 +432,65 @@ PramInformationLoss pram_information_loss(std::span<const std::int64_t> original
       continue;
     }
     rd.push_back(std::fabs(t - estimate[k]) / t);
-    cv.push_back(std::sqrt(std::max(0.0, variance[k])) / t);
   }
   out.rd = median(rd);
   out.mrd = maximum(rd);
+  return out;
+}
+
+PramInformationLoss pram_information_loss(std::span<const std::int64_t> original, std::span<const double> estimate,
+                                          std::span<const double> variance) {
+  const PramRelativeDifference differences = pram_relative_difference(original, estimate);
+  std::vector<double> cv;
+  for (std::size_t k = 0; k < original.size(); ++k) {
+    const double t = static_cast<double>(original[k]);
+    if (t > 0.0) cv.push_back(std::sqrt(std::max(0.0, variance[k])) / t);
+  }
+  PramInformationLoss out;
+  out.rd = differences.rd;
+  out.mrd = differences.mrd;
+  out.infinite = differences.infinite;
   out.cv = median(cv);
   out.mcv = maximum(cv);
+  return out;
+}
+
+PramRegressionLoss pram_regression_loss(std::span<const std::int64_t> counts, std::span<const double> sums,
+                                        std::span<const double> estimated_counts,
+                                        std::span<const double> estimated_sums) {
+  const std::size_t k = counts.size();
+  constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+  PramRegressionLoss out;
+  out.beta.assign(k, kNaN);
+  out.beta_estimate.assign(k, kNaN);
+  const double zero = zero_of(counts);
+  std::vector<double> lrd;
+  std::vector<double> finite;
+  for (std::size_t c = 0; c < k; ++c) {
+    if (std::fabs(estimated_counts[c]) > zero) out.beta_estimate[c] = estimated_sums[c] / estimated_counts[c];
+    if (counts[c] == 0) {
+      ++out.empty;
+      continue;
+    }
+    const double beta = sums[c] / static_cast<double>(counts[c]);
+    out.beta[c] = beta;
+    if (beta == 0.0) {
+      ++out.zero_mean;
+      continue;
+    }
+    ++out.measured;
+    if (std::isnan(out.beta_estimate[c])) {
+      // No estimated record carries the category: its mean is lost entirely.
+      ++out.infinite;
+      lrd.push_back(std::numeric_limits<double>::infinity());
+      continue;
+    }
+    const double d = std::fabs(beta - out.beta_estimate[c]) / std::fabs(beta);
+    lrd.push_back(d);
+    finite.push_back(d);
+  }
+  out.lrd = median(lrd);
+  out.mlrd = maximum(finite);
   return out;
 }
 

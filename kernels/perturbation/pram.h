@@ -7,7 +7,9 @@
 // (integer counts, merged in any order); the matrices are pure functions of those counts, the
 // parameters and the seed, so every rank builds the same ones; pass 2 draws each record's category from
 // its row through an alias table, keyed by the record's global row id (docs/rng.md, kPram). The
-// estimation, risk and information-loss functions work on the merged K-vectors of counts.
+// estimation, risk and information-loss functions work on the merged K-vectors of counts, K_X×K_Y
+// two-way tables of counts, and per-category sums of a continuous variable (exact sums merged over
+// ranks before they get here).
 
 #include <Eigen/Dense>
 
@@ -45,6 +47,26 @@ PramMatrix pram_frequency_matrix(std::span<const std::int64_t> counts, double p)
 /// Block(m; M_1; ...; M_m): the blocks on the diagonal in order, zeros elsewhere; a 1×1 block [1] keeps
 /// its category.
 PramMatrix pram_block_matrix(std::span<const PramMatrix> blocks);
+
+/// One family of perturbation.md §1 with its parameters, as a command line spells it (docs/pram.md):
+/// nE(p), nB(p; b), nF(p), or kKeep (the identity: "1" in a Block keeps its category). `size` is the
+/// number of categories it covers as a block of a Block matrix.
+enum class PramFamilyKind { kEqual, kBand, kFrequency, kKeep };
+struct PramFamily {
+  PramFamilyKind kind = PramFamilyKind::kEqual;
+  double p = 1.0;
+  std::int64_t band = 1;
+  std::int64_t size = 1;
+};
+
+/// The family's matrix over counts.size() categories; nF is built from `counts` (at least 3 of them:
+/// the step checks it, the kernel throws InternalError).
+PramMatrix pram_family_matrix(const PramFamily& family, std::span<const std::int64_t> counts);
+
+/// Block(m; M_1; ...; M_m) of families: block j covers the next blocks[j].size categories in level
+/// order, and nF inside a block uses the counts of that block's categories only (its own N). The sizes
+/// must add up to counts.size() (the step checks it, the kernel throws InternalError).
+PramMatrix pram_family_block_matrix(std::span<const PramFamily> blocks, std::span<const std::int64_t> counts);
 
 /// P_kk = d_k, P_kl = (1 − d_k)/(K − 1): step 1 of the reference construction for a given diagonal.
 PramMatrix pram_diagonal_matrix(std::span<const double> diagonal);
@@ -149,6 +171,26 @@ Eigen::VectorXd pram_expected_counts(const PramMatrix& p, std::span<const std::i
 /// T̂ = (P⁻¹)ᵀ T_X, unbiased for T_ξ; none when P is singular. Entries may be negative.
 std::optional<Eigen::VectorXd> pram_unbiased_estimate(const PramMatrix& p, std::span<const std::int64_t> released);
 
+/// (P⁻¹)ᵀ s for any per-category totals s of the released data, e.g. the sums of a continuous variable
+/// per released category: unbiased for the totals per original category, because a record's draw does
+/// not depend on the values it carries. None when P is singular.
+std::optional<Eigen::VectorXd> pram_unbiased_totals(const PramMatrix& p, std::span<const double> released);
+
+/// E(T_XY | ξ, η) = P_Xᵀ T_ξη P_Y for a K_X×K_Y table of original counts (row-major: row j holds the
+/// cells of category j of the first variable), when the two variables are drawn independently given
+/// the originals (distinct counters, docs/rng.md). An empty (0×0) matrix stands for the identity: a
+/// variable that is not PRAMmed.
+Eigen::MatrixXd pram_two_way_expected(const PramMatrix& p_row, const PramMatrix& p_column,
+                                      std::span<const std::int64_t> original, std::int64_t rows, std::int64_t columns);
+
+/// T̂ = (P_X⁻¹)ᵀ T_XY P_Y⁻¹ from a K_X×K_Y table of released counts (row-major), unbiased for the original
+/// table: two solves with the K_X×K_X and K_Y×K_Y matrices, never the Kronecker product
+/// (P_X ⊗ P_Y)⁻ᵀ vec(T_XY) of perturbation.md §1, which is the same. An empty (0×0) matrix stands for
+/// the identity. None when a matrix is singular. Entries may be negative.
+std::optional<Eigen::MatrixXd> pram_two_way_estimate(const PramMatrix& p_row, const PramMatrix& p_column,
+                                                     std::span<const std::int64_t> released, std::int64_t rows,
+                                                     std::int64_t columns);
+
 /// Var(T_X | ξ) = Σ_k T_ξ(k)·(diag(p_k·) − p_k·ᵀ p_k·).
 Eigen::MatrixXd pram_released_variance(const PramMatrix& p, std::span<const std::int64_t> original);
 
@@ -169,7 +211,16 @@ struct PramRisk {
 };
 PramRisk pram_risk(const PramMatrix& p, std::span<const std::int64_t> original, double tau);
 
-// ---- information loss on a one-way table (perturbation.md §1, "PRAM information loss") ----
+// ---- information loss (perturbation.md §1, "PRAM information loss") ----
+
+/// RD_d, mRD and #Inf of d-way cells, the table vectorised in any order (a two-way table row-major).
+struct PramRelativeDifference {
+  double rd = 0.0;            ///< median over T(c) > 0 of |T(c) − T̂(c)| / T(c); NaN without such cells
+  double mrd = 0.0;           ///< maximum of those
+  std::int64_t infinite = 0;  ///< #Inf: cells with T(c) = 0 but |T̂(c)| > 1e-9·max(1, N) (rounding of the solve)
+};
+PramRelativeDifference pram_relative_difference(std::span<const std::int64_t> original,
+                                                std::span<const double> estimate);
 
 struct PramInformationLoss {
   double rd = 0.0;            ///< median over T(k) > 0 of |T(k) − T̂(k)| / T(k); NaN without such cells
@@ -182,5 +233,27 @@ struct PramInformationLoss {
 /// cells average the two middle values (R's median).
 PramInformationLoss pram_information_loss(std::span<const std::int64_t> original, std::span<const double> estimate,
                                           std::span<const double> variance);
+
+/// The group-mean regression measures of a continuous y on one PRAMmed variable: β = diag(T_ξ)⁻¹ T^y_ξ
+/// (the mean of y per original category) against β̃ = diag(T̂_ξ)⁻¹ (P⁻¹)ᵀ T^y_X (its estimate from the
+/// released file). Categories with T_ξ(k) = 0 have no mean, and those with β_k = 0 no relative
+/// difference: both are left out (and counted).
+struct PramRegressionLoss {
+  std::vector<double> beta;           ///< β_k; NaN where T_ξ(k) = 0
+  std::vector<double> beta_estimate;  ///< β̃_k; NaN where T̂_ξ(k) is zero up to the solve's rounding
+  double lrd = 0.0;                   ///< median over the measured categories of |β − β̃| / |β|; NaN without any
+  double mlrd = 0.0;                  ///< maximum of the finite ones
+  std::int64_t measured = 0;          ///< categories with T_ξ(k) > 0 and β_k ≠ 0
+  std::int64_t empty = 0;             ///< categories with T_ξ(k) = 0: no mean, left out
+  std::int64_t zero_mean = 0;         ///< categories with T_ξ(k) > 0 and β_k = 0: no relative difference, left out
+  std::int64_t infinite = 0;  ///< measured categories with T̂_ξ(k) = 0 up to rounding: |β − β̃|/|β| = ∞,
+                              ///< in the median (last), not in the maximum
+};
+/// `counts` T_ξ and `sums` T^y_ξ of the original file; `estimated_counts` T̂_ξ and `estimated_sums`
+/// (P⁻¹)ᵀ T^y_X from the released one (summed over strata), all of length K, over the same records
+/// (those with both a category and a value of y). Medians as in pram_information_loss.
+PramRegressionLoss pram_regression_loss(std::span<const std::int64_t> counts, std::span<const double> sums,
+                                        std::span<const double> estimated_counts,
+                                        std::span<const double> estimated_sums);
 
 }  // namespace sdc

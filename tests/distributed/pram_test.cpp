@@ -6,6 +6,8 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
+#include <limits>
 #include <set>
 
 #include "kernels/core/record_rng.h"
@@ -96,6 +98,48 @@ TEST(DistributedPram, StrataCountsAndDrawsEqualOneProcessHoldingTheWholeFile) {
   std::int64_t total = 0;
   for (std::int64_t c : changes) total += c;
   EXPECT_EQ(total, whole_changes);
+}
+
+TEST(DistributedPram, PairCountsAndTargetSumsEqualOneProcessHoldingTheWholeFile) {
+  const auto comm = Communicator::world();
+  const auto codes = make_codes();
+  const auto [first, count] = uneven_share(comm, kRows);
+  const std::vector<std::vector<std::int32_t>> strata_codes{codes[2]};
+  const std::vector<std::int32_t> strata_levels{kLevels[2]};
+  const Strata strata = distributed_strata(comm, key_columns_of(strata_codes, strata_levels, first, count),
+                                           static_cast<std::size_t>(count));
+  ASSERT_EQ(strata.ids, (std::vector<std::uint64_t>{0, 3, 4})) << "levels 0 and 3, and missing";
+  const auto stratum_of = [&](std::size_t i) -> std::size_t { return codes[2][i] < 0 ? 2 : codes[2][i] == 0 ? 0 : 1; };
+  // A continuous y with missing values and terms of very different magnitudes: only exact sums agree.
+  std::vector<double> y(static_cast<std::size_t>(kRows));
+  for (std::size_t i = 0; i < y.size(); ++i)
+    y[i] = i % 17 == 0 ? std::numeric_limits<double>::quiet_NaN() : (i % 3 == 0 ? 1e16 : 0.1 * static_cast<double>(i));
+  const auto offset = static_cast<std::size_t>(first);
+  const auto size = static_cast<std::size_t>(count);
+  const auto local = [offset, size](const std::vector<std::int32_t>& column) {
+    return std::span<const std::int32_t>(column).subspan(offset, size);
+  };
+
+  const auto pairs = distributed_pram_pair_counts(comm, local(codes[0]), local(codes[1]), strata, 6, 3);
+  std::vector<std::int64_t> expected_pairs(3 * 6 * 3, 0);
+  std::vector<std::int64_t> expected_counts(3 * 6, 0);
+  std::vector<ExactSum> expected_sums(3 * 6);
+  for (std::size_t i = 0; i < y.size(); ++i) {
+    if (codes[0][i] < 0) continue;
+    const std::size_t cell = stratum_of(i) * 6 + static_cast<std::size_t>(codes[0][i]);
+    if (codes[1][i] >= 0) ++expected_pairs[cell * 3 + static_cast<std::size_t>(codes[1][i])];
+    if (std::isnan(y[i])) continue;
+    ++expected_counts[cell];
+    expected_sums[cell].add(y[i]);
+  }
+  EXPECT_EQ(pairs, expected_pairs);
+
+  const PramTargetSums sums =
+      distributed_pram_target_sums(comm, local(codes[0]), std::span<const double>(y).subspan(offset, size), strata, 6);
+  EXPECT_EQ(sums.counts, expected_counts);
+  ASSERT_EQ(sums.sums.size(), expected_sums.size());
+  for (std::size_t c = 0; c < expected_sums.size(); ++c)
+    EXPECT_EQ(sums.sums[c].value(), expected_sums[c].value()) << "cell " << c;
 }
 
 TEST(DistributedPram, WithoutStratumVariablesThereIsOneStratum) {

@@ -6,6 +6,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <map>
 #include <sstream>
 
@@ -204,6 +205,256 @@ TEST_F(SdcPram, AJobStepGivesTheSameContentAsTheCommand) {
   const auto report = nlohmann::json::parse(read_text(dir_ / "job.json"));
   EXPECT_EQ(report["steps"][0]["method"], "pram");
   EXPECT_EQ(report["steps"][0]["results"]["strata"], 2);
+}
+
+/// The position of `value` in `levels`.
+std::size_t level_of(const std::vector<std::string>& levels, const std::string& value) {
+  return static_cast<std::size_t>(std::find(levels.begin(), levels.end(), value) - levels.begin());
+}
+
+/// A count of the report: a number, or "< N" below the small-count rule.
+nlohmann::json reported(std::int64_t count) {
+  return count > 0 && count < 3 ? nlohmann::json("< 3") : nlohmann::json(count);
+}
+
+TEST_F(SdcPram, GivesEachVariableItsMatrixAndKeepsTheBlocksOfABlockMatrix) {
+  const auto result =
+      pram({"--variables", "marstat,education,sex", "--matrix", "education=block:1/nE:0.6:3/nB:0.6:2:2,sex=nE:0.9",
+            "--report", (dir_ / "r.json").string()});
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  EXPECT_EQ(validate_report(dir_ / "r.json"), "");
+  const auto results = nlohmann::json::parse(read_text(dir_ / "r.json"))["steps"][0]["results"];
+  const auto& marstat = results["variables"][0];
+  const auto& education = results["variables"][1];
+  const auto& sex = results["variables"][2];
+  EXPECT_EQ(marstat["matrix"], "reference") << "a variable not named keeps the default";
+  EXPECT_EQ(marstat["invariant"], true);
+  EXPECT_EQ(education["matrix"], "block:1/nE:0.6:3/nB:0.6:2:2");
+  EXPECT_EQ(sex["matrix"], "nE:0.9");
+  EXPECT_EQ(sex["strata"][0]["p"], (nlohmann::json{{0.9, 1.0 - 0.9}, {1.0 - 0.9, 0.9}}));
+  // Level order: doctorate, none, other, primary, secondary, tertiary (bytewise).
+  const auto levels = education["levels"].get<std::vector<std::string>>();
+  ASSERT_EQ(levels.size(), 6U);
+  const auto& p = education["strata"][0]["p"];
+  EXPECT_EQ(p[0], (nlohmann::json{1.0, 0.0, 0.0, 0.0, 0.0, 0.0})) << "\"1\" keeps the first level";
+  EXPECT_EQ(p[1][1], 0.6);
+  EXPECT_EQ(p[1][2], 0.2);
+  EXPECT_EQ(p[1][4], 0.0);
+  EXPECT_EQ(p[4][4], 0.6);
+  EXPECT_EQ(p[4][5], 0.4) << "2B(0.6; 2) on the last two levels";
+  // Every record stays in its block.
+  const std::vector<int> block_of{0, 1, 1, 1, 2, 2};
+  const auto before = csv_column(export_csv(input_, "in.csv"), "education");
+  const auto after = csv_column(export_csv(dir_ / "out.h5", "out.csv"), "education");
+  std::int64_t moved = 0;
+  for (std::size_t i = 0; i < before.size(); ++i) {
+    const std::size_t from = level_of(levels, before[i]);
+    const std::size_t to = level_of(levels, after[i]);
+    ASSERT_LT(to, levels.size());
+    EXPECT_EQ(block_of[from], block_of[to]) << "row " << i;
+    moved += from != to ? 1 : 0;
+  }
+  EXPECT_EQ(education["records_changed"], moved);
+  EXPECT_GT(moved, 300) << "about 40% of the records outside the first block move";
+}
+
+TEST_F(SdcPram, EstimatesTwoWayTablesAndGroupMeansThatAgreeWithTheFiles) {
+  const auto result =
+      pram({"--variables", "marstat,education", "--strata", "sex", "--two-way", "marstat:sex,education:marstat",
+            "--two-way", "region:marstat", "--regression-target", "income", "--report", (dir_ / "r.json").string()});
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  EXPECT_EQ(validate_report(dir_ / "r.json"), "");
+  const auto results = nlohmann::json::parse(read_text(dir_ / "r.json"))["steps"][0]["results"];
+  EXPECT_EQ(results["regression_target"], "income");
+  ASSERT_EQ(results["two_way"].size(), 3U);
+  const auto before = export_csv(input_, "in.csv");
+  const auto after = export_csv(dir_ / "out.h5", "out.csv");
+
+  // The counts before and after, recounted from the files, with the small-count rule.
+  for (const auto& pair : results["two_way"]) {
+    const auto names = pair["variables"].get<std::vector<std::string>>();
+    SCOPED_TRACE(names[0] + ":" + names[1]);
+    const auto levels_of = [&](const std::string& name) {
+      std::vector<std::string> levels;
+      for (const auto& v : csv_column(before, name))
+        if (!v.empty() && std::find(levels.begin(), levels.end(), v) == levels.end()) levels.push_back(v);
+      std::sort(levels.begin(), levels.end());
+      return levels;
+    };
+    const auto rows = levels_of(names[0]);
+    const auto columns = levels_of(names[1]);
+    EXPECT_EQ(pair["cells"], rows.size() * columns.size());
+    const auto recount = [&](const std::vector<std::vector<std::string>>& file) {
+      std::vector<std::vector<std::int64_t>> table(rows.size(), std::vector<std::int64_t>(columns.size(), 0));
+      const auto a = csv_column(file, names[0]);
+      const auto b = csv_column(file, names[1]);
+      for (std::size_t i = 0; i < a.size(); ++i)
+        if (!a[i].empty() && !b[i].empty()) ++table[level_of(rows, a[i])][level_of(columns, b[i])];
+      return table;
+    };
+    const auto table_before = recount(before);
+    const auto table_after = recount(after);
+    std::int64_t records = 0;
+    for (std::size_t r = 0; r < rows.size(); ++r)
+      for (std::size_t c = 0; c < columns.size(); ++c) {
+        records += table_before[r][c];
+        EXPECT_EQ(pair["counts_before"][r][c], reported(table_before[r][c])) << r << ", " << c;
+        EXPECT_EQ(pair["counts_after"][r][c], reported(table_after[r][c])) << r << ", " << c;
+        EXPECT_EQ(pair["estimate"][r][c].is_null(), reported(table_before[r][c]).is_string()) << r << ", " << c;
+      }
+    EXPECT_EQ(pair["records"], records);
+    const auto& loss = pair["information_loss"];
+    ASSERT_TRUE(loss["rd"].is_number());
+    EXPECT_GE(loss["mrd"].get<double>(), loss["rd"].get<double>());
+  }
+  EXPECT_EQ(results["two_way"][0]["prammed"], (nlohmann::json{true, false})) << "sex is a stratum variable";
+  EXPECT_EQ(results["two_way"][2]["prammed"], (nlohmann::json{false, true}));
+  EXPECT_LT(results["two_way"][2]["records"].get<std::int64_t>(), 2000) << "records missing a region are left out";
+  // marstat:sex has only large cells. Per stratum (sex) the estimate has one non-zero column, and its
+  // row sums are the one-way estimate of marstat (P_Y⁻¹ 1 = 1): the strata's estimates are summed.
+  const auto& by_sex = results["two_way"][0];
+  const auto one_way = results["variables"][0]["estimate"].get<std::vector<double>>();
+  for (std::size_t r = 0; r < one_way.size(); ++r)
+    EXPECT_NEAR(by_sex["estimate"][r][0].get<double>() + by_sex["estimate"][r][1].get<double>(), one_way[r],
+                1e-9 * 2000)
+        << r;
+
+  // Group means of income per original category, recomputed from the input.
+  const auto income = csv_column(before, "income");
+  for (const auto& variable : results["variables"]) {
+    const std::string name = variable["variable"];
+    SCOPED_TRACE(name);
+    const auto& regression = variable["regression"];
+    EXPECT_EQ(regression["target"], "income");
+    EXPECT_EQ(regression["records"], 2000);
+    const auto levels = variable["levels"].get<std::vector<std::string>>();
+    std::vector<double> sums(levels.size(), 0.0);
+    std::vector<std::int64_t> counts(levels.size(), 0);
+    const auto values = csv_column(before, name);
+    for (std::size_t i = 0; i < values.size(); ++i) {
+      sums[level_of(levels, values[i])] += std::stod(income[i]);
+      ++counts[level_of(levels, values[i])];
+    }
+    for (std::size_t k = 0; k < levels.size(); ++k) {
+      if (counts[k] < 3) {
+        EXPECT_TRUE(regression["mean_before"][k].is_null()) << k;
+        continue;
+      }
+      const double mean = sums[k] / static_cast<double>(counts[k]);
+      EXPECT_NEAR(regression["mean_before"][k].get<double>(), mean, 1e-9 * mean) << k;
+      EXPECT_TRUE(regression["mean_estimate"][k].is_number()) << k;
+    }
+    const auto& loss = regression["information_loss"];
+    EXPECT_EQ(loss["measured"], static_cast<std::int64_t>(levels.size())) << "every category has records and a mean";
+    EXPECT_EQ(loss["empty"], 0);
+    EXPECT_EQ(loss["zero_mean"], 0);
+    ASSERT_TRUE(loss["lrd"].is_number());
+    EXPECT_GE(loss["mlrd"].get<double>(), loss["lrd"].get<double>());
+  }
+  // pd 0.8, alpha 0.5 on 500 records per category: the marstat means come back within a few percent.
+  EXPECT_LT(results["variables"][0]["regression"]["information_loss"]["mlrd"].get<double>(), 0.2);
+}
+
+TEST_F(SdcPram, AJobStepTakesPerVariableMatricesTwoWayPairsAndARegressionTargetAsKeys) {
+  const auto command =
+      pram({"--variables", "marstat,education", "--strata", "sex", "--matrix",
+            "education=block:1/nE:0.6:3/nB:0.6:2:2,marstat=nF:0.7", "--two-way", "marstat:education,region:marstat",
+            "--regression-target", "income", "--report", (dir_ / "c.json").string()});
+  ASSERT_EQ(command.exit_code, 0) << command.err;
+  write_text(dir_ / "seed", "424242\n");
+  std::filesystem::permissions(dir_ / "seed", std::filesystem::perms::owner_read | std::filesystem::perms::owner_write,
+                               std::filesystem::perm_options::replace);
+  write_text(dir_ / "job.yaml", "version: 1\ninput: " + input_.string() + "\noutput_dir: " + dir_.path().string() +
+                                    "\nreport: " + (dir_ / "job.json").string() +
+                                    "\nseed_file: " + (dir_ / "seed").string() +
+                                    "\n"
+                                    "steps:\n"
+                                    "  - method: pram\n"
+                                    "    name: released\n"
+                                    "    variables: [marstat, education]\n"
+                                    "    strata: [sex]\n"
+                                    "    matrix: [\"education=block:1/nE:0.6:3/nB:0.6:2:2\", marstat=nF:0.7]\n"
+                                    "    two-way: [\"marstat:education\", \"region:marstat\"]\n"
+                                    "    regression-target: income\n");
+  const auto job = run_without_seed_variable({"run", (dir_ / "job.yaml").string()});
+  ASSERT_EQ(job.exit_code, 0) << job.err;
+  EXPECT_EQ(validate_report(dir_ / "job.json"), "");
+  EXPECT_EQ(digest_of(dir_ / "released.h5"), digest_of(dir_ / "out.h5"));
+  const auto from_job = nlohmann::json::parse(read_text(dir_ / "job.json"))["steps"][0];
+  const auto from_command = nlohmann::json::parse(read_text(dir_ / "c.json"))["steps"][0];
+  EXPECT_EQ(from_job["results"], from_command["results"]);
+  EXPECT_EQ(from_job["parameters"]["matrix"]["education"], "block:1/nE:0.6:3/nB:0.6:2:2");
+  EXPECT_EQ(from_job["results"]["two_way"].size(), 2U);
+}
+
+TEST_F(SdcPram, RejectsABadPerVariableOrBlockMatrixNamingTheVariable) {
+  const auto spec = pram({"--variables", "marstat,sex", "--matrix", "sex=nE:0.9,marstat=nX:0.5"});
+  EXPECT_EQ(spec.exit_code, 2);
+  EXPECT_NE(spec.err.find("--matrix marstat: expected reference, nE:P"), std::string::npos) << spec.err;
+  const auto unknown = pram({"--variables", "marstat", "--matrix", "nosuch=nE:0.5"});
+  EXPECT_EQ(unknown.exit_code, 2);
+  EXPECT_NE(unknown.err.find("--matrix: variable 'nosuch' is not one of --variables"), std::string::npos)
+      << unknown.err;
+  const auto sizes = pram({"--variables", "sex,marstat", "--matrix", "marstat=block:1/nE:0.8:2"});
+  EXPECT_EQ(sizes.exit_code, 2);
+  EXPECT_NE(sizes.err.find("the block sizes add up to 3, but variable 'marstat' has 4 levels"), std::string::npos)
+      << sizes.err;
+  const auto frequency = pram({"--variables", "marstat", "--matrix", "marstat=block:1/1/nF:0.6:2"});
+  EXPECT_EQ(frequency.exit_code, 2);
+  EXPECT_NE(frequency.err.find("block 'nF:0.6:2': the nF family needs at least 3 categories"), std::string::npos)
+      << frequency.err;
+  const auto empty = pram({"--variables", "marstat", "--matrix", "marstat=block:1//nE:0.8:2"});
+  EXPECT_EQ(empty.exit_code, 2) << empty.err;
+  write_text(dir_ / "sex.csv", "from,male,female\nfemale,0.25,0.75\nmale,1,0\n");
+  const auto both =
+      pram({"--variables", "sex", "--matrix", "sex=nE:0.9", "--matrix-file", "sex=" + (dir_ / "sex.csv").string()});
+  EXPECT_EQ(both.exit_code, 2);
+  EXPECT_NE(both.err.find("variable 'sex' also has a --matrix"), std::string::npos) << both.err;
+  EXPECT_FALSE(std::filesystem::exists(dir_ / "out.h5"));
+}
+
+TEST_F(SdcPram, RejectsABadTwoWayPairNamingIt) {
+  const auto malformed = pram({"--variables", "marstat", "--two-way", "marstat"});
+  EXPECT_EQ(malformed.exit_code, 2);
+  EXPECT_NE(malformed.err.find("--two-way: expected VAR1:VAR2, got 'marstat'"), std::string::npos) << malformed.err;
+  const auto unperturbed = pram({"--variables", "marstat", "--two-way", "sex:region"});
+  EXPECT_EQ(unperturbed.exit_code, 2);
+  EXPECT_NE(unperturbed.err.find("at least one must be PRAMmed"), std::string::npos) << unperturbed.err;
+  EXPECT_EQ(pram({"--variables", "marstat", "--two-way", "marstat:marstat"}).exit_code, 2);
+  EXPECT_EQ(pram({"--variables", "marstat", "--two-way", "marstat:sex,marstat:sex"}).exit_code, 2);
+  const auto continuous = pram({"--variables", "marstat", "--two-way", "marstat:income"});
+  EXPECT_EQ(continuous.exit_code, 3);
+  EXPECT_NE(continuous.err.find("'income' is continuous, expected categorical"), std::string::npos) << continuous.err;
+  const auto unknown = pram({"--variables", "marstat", "--two-way", "nosuch:marstat"});
+  EXPECT_EQ(unknown.exit_code, 3);
+  EXPECT_NE(unknown.err.find("nosuch"), std::string::npos) << unknown.err;
+  EXPECT_FALSE(std::filesystem::exists(dir_ / "out.h5"));
+}
+
+TEST_F(SdcPram, RejectsARegressionTargetThatIsNotContinuous) {
+  const auto categorical = pram({"--variables", "marstat", "--regression-target", "sex"});
+  EXPECT_EQ(categorical.exit_code, 3);
+  EXPECT_NE(categorical.err.find("'sex' is categorical, expected continuous"), std::string::npos) << categorical.err;
+  const auto unknown = pram({"--variables", "marstat", "--regression-target", "nosuch"});
+  EXPECT_EQ(unknown.exit_code, 3);
+  EXPECT_NE(unknown.err.find("nosuch"), std::string::npos) << unknown.err;
+  EXPECT_EQ(pram({"--variables", "marstat", "--regression-target", "marstat"}).exit_code, 2);
+  EXPECT_FALSE(std::filesystem::exists(dir_ / "out.h5"));
+  // In a job, the check before anything runs names the key.
+  write_text(dir_ / "job.yaml", "version: 1\ninput: " + input_.string() + "\noutput_dir: " + dir_.path().string() +
+                                    "\n"
+                                    "steps:\n"
+                                    "  - method: pram\n"
+                                    "    variables: [marstat]\n"
+                                    "    two-way: [\"marstat:income\"]\n"
+                                    "    regression-target: sex\n");
+  const auto job = run_sdc({"run", (dir_ / "job.yaml").string()}, {{"SDC_SEED", "424242"}});
+  EXPECT_EQ(job.exit_code, 4) << job.err;
+  EXPECT_NE(job.err.find("regression-target: variable 'sex' is categorical, expected continuous"), std::string::npos)
+      << job.err;
+  EXPECT_NE(job.err.find("two-way: variable 'income' is continuous, expected categorical"), std::string::npos)
+      << job.err;
+  EXPECT_FALSE(std::filesystem::exists(dir_ / "1-pram.h5"));
 }
 
 TEST(SdcPramReport, StaysBoundedForManyCategoriesAndManyStrata) {

@@ -118,6 +118,46 @@ TEST(PramOracle, EFamilyShapesRowsSumToOneIdentityAndFourBand) {
   EXPECT_EQ(block(4, 1), 0.0);
 }
 
+// perturbation.md §1 and §6 "E family shapes" for Block(m; M_1; ...; M_m) spelt as families
+// (docs/pram.md: block:1/nE:0.8:3/nB:0.6:2:4): the blocks on the diagonal over consecutive levels.
+TEST(PramOracle, EBlockOfFamiliesKeepsACategoryAndPlacesEachBlockInLevelOrder) {
+  const std::vector<PramFamily> blocks{{.kind = PramFamilyKind::kKeep, .size = 1},
+                                       {.kind = PramFamilyKind::kEqual, .p = 0.8, .size = 3},
+                                       {.kind = PramFamilyKind::kBand, .p = 0.6, .band = 2, .size = 4}};
+  const std::vector<std::int64_t> counts{4, 9, 1, 0, 30, 2, 7, 5};
+  const PramMatrix m = pram_family_block_matrix(blocks, counts);
+  ASSERT_EQ(m.rows(), 8);
+  expect_rows_sum_to_one(m);
+  EXPECT_EQ(m(0, 0), 1.0) << "\"1\" keeps its category";
+  EXPECT_EQ(m.row(0).sum(), 1.0);
+  EXPECT_EQ(m.col(0).sum(), 1.0) << "and no other category moves into it";
+  expect_matrix_near(m.block(1, 1, 3, 3), {{0.8, 0.1, 0.1}, {0.1, 0.8, 0.1}, {0.1, 0.1, 0.8}}, 1e-15);
+  expect_matrix_near(m.block(4, 4, 4, 4), {{0.6, 0.4, 0, 0}, {0.2, 0.6, 0.2, 0}, {0, 0.2, 0.6, 0.2}, {0, 0, 0.4, 0.6}},
+                     1e-15);
+  EXPECT_EQ(m.block(1, 4, 3, 4).cwiseAbs().maxCoeff(), 0.0) << "zeros off the diagonal blocks";
+  EXPECT_EQ(m.block(4, 0, 4, 4).cwiseAbs().maxCoeff(), 0.0);
+  EXPECT_TRUE(pram_family_block_matrix(std::vector<PramFamily>(3, {.kind = PramFamilyKind::kKeep, .size = 1}),
+                                       std::vector<std::int64_t>{1, 2, 3})
+                  .isIdentity(0.0));
+  EXPECT_THROW(pram_family_block_matrix(blocks, std::vector<std::int64_t>(7, 1)), InternalError)
+      << "block sizes 1 + 3 + 4 do not cover 7 categories";
+  EXPECT_THROW(pram_family_block_matrix(blocks, std::vector<std::int64_t>(9, 1)), InternalError);
+}
+
+// perturbation.md §6 "E nF" inside a Block: nF uses the counts of its block's categories only, so the
+// oracle's 3F(0.6) rows come back next to a kept category of any size.
+TEST(PramOracle, ENfInsideABlockUsesTheBlocksOwnCounts) {
+  const std::vector<PramFamily> blocks{{.kind = PramFamilyKind::kKeep, .size = 1},
+                                       {.kind = PramFamilyKind::kFrequency, .p = 0.6, .size = 3}};
+  const PramMatrix m = pram_family_block_matrix(blocks, std::vector<std::int64_t>{100000, 5576, 24, 632});
+  expect_matrix_near(m.block(1, 1, 3, 3),
+                     {{0.6000, 0.3854, 0.0146}, {0.0407, 0.6000, 0.3593}, {0.0017, 0.3983, 0.6000}}, 0.5e-4);
+  EXPECT_EQ(m(0, 0), 1.0);
+  const PramMatrix whole =
+      pram_family_matrix({.kind = PramFamilyKind::kFrequency, .p = 0.6}, std::vector<std::int64_t>{5576, 24, 632});
+  EXPECT_LT((m.block(1, 1, 3, 3) - whole).cwiseAbs().maxCoeff(), 1e-15);
+}
+
 TEST(PramMatrices, FrequencyFamilyNeedsThreeCategories) {
   EXPECT_THROW(pram_frequency_matrix(std::vector<std::int64_t>{3, 4}, 0.6), InternalError);
 }
@@ -300,6 +340,112 @@ TEST(PramEstimation, VarianceDiagonalEqualsTheFullMatrixDiagonal) {
   ASSERT_TRUE(full && diagonal);
   for (Eigen::Index k = 0; k < 6; ++k)
     EXPECT_NEAR((*diagonal)(k), (*full)(k, k), 1e-9 * (1.0 + std::fabs((*full)(k, k))));
+}
+
+// perturbation.md §6 "E two categories" as a two-way table: ξ PRAMmed with P = [[0.9, 0.1], [0.1, 0.9]],
+// η not (the identity). T_ξη = [[60, 50], [40, 50]] has the oracle's margin (110, 90); its expectation
+// P_ξᵀ T_ξη = [[58, 50], [42, 50]] has the oracle's (108, 92), and the estimate from it is T_ξη.
+TEST(PramOracle, ETwoCategoriesAsATwoWayTableWithAnUnperturbedVariable) {
+  const PramMatrix p = (PramMatrix(2, 2) << 0.9, 0.1, 0.1, 0.9).finished();
+  const PramMatrix identity;
+  const std::vector<std::int64_t> original{60, 50, 40, 50};
+  const Eigen::MatrixXd expected = pram_two_way_expected(p, identity, original, 2, 2);
+  EXPECT_NEAR(expected(0, 0), 58.0, 1e-12);
+  EXPECT_NEAR(expected(0, 1), 50.0, 1e-12);
+  EXPECT_NEAR(expected(1, 0), 42.0, 1e-12);
+  EXPECT_NEAR(expected(1, 1), 50.0, 1e-12);
+  EXPECT_NEAR(expected.row(0).sum(), 108.0, 1e-12);
+  const auto estimate = pram_two_way_estimate(p, identity, std::vector<std::int64_t>{58, 50, 42, 50}, 2, 2);
+  ASSERT_TRUE(estimate);
+  EXPECT_NEAR((*estimate)(0, 0), 60.0, 1e-12);
+  EXPECT_NEAR((*estimate)(0, 1), 50.0, 1e-12);
+  EXPECT_NEAR((*estimate)(1, 0), 40.0, 1e-12);
+  EXPECT_NEAR((*estimate)(1, 1), 50.0, 1e-12);
+  // The same variable in the other position: the transpose.
+  const auto transposed = pram_two_way_estimate(identity, p, std::vector<std::int64_t>{58, 42, 50, 50}, 2, 2);
+  ASSERT_TRUE(transposed);
+  EXPECT_LT((*transposed - estimate->transpose()).cwiseAbs().maxCoeff(), 1e-12);
+  const std::vector<double> cells{(*estimate)(0, 0), (*estimate)(0, 1), (*estimate)(1, 0), (*estimate)(1, 1)};
+  const PramRelativeDifference loss = pram_relative_difference(original, cells);
+  EXPECT_LT(loss.mrd, 1e-13);
+  EXPECT_EQ(loss.infinite, 0);
+}
+
+TEST(PramTwoWay, ExpectationAndEstimateEqualTheKroneckerProductAndKeepTheOneWayMargins) {
+  const std::vector<std::int64_t> row_counts{60, 30, 10};
+  const PramMatrix p_row = pram_reference_matrices(pram_draw_diagonal(8, 0, 0, 3, 0.7), row_counts, 0.5).drawn;
+  const PramMatrix p_column = pram_band_matrix(4, 0.6, 2);
+  const std::vector<std::int64_t> original{20, 0, 15, 25, 3, 9, 0, 18, 7, 1, 2, 0};
+  // E(vec T_XY) = (P_X ⊗ P_Y)ᵀ vec T for the row-major vec; materialised here only, on 12 cells.
+  Eigen::MatrixXd kron(12, 12);
+  for (Eigen::Index a = 0; a < 3; ++a)
+    for (Eigen::Index b = 0; b < 3; ++b) kron.block(a * 4, b * 4, 4, 4) = p_row(a, b) * p_column;
+  Eigen::VectorXd vec(12);
+  for (Eigen::Index c = 0; c < 12; ++c) vec(c) = static_cast<double>(original[static_cast<std::size_t>(c)]);
+  const Eigen::VectorXd expected_vec = kron.transpose() * vec;
+  const Eigen::MatrixXd expected = pram_two_way_expected(p_row, p_column, original, 3, 4);
+  for (Eigen::Index c = 0; c < 12; ++c) EXPECT_NEAR(expected(c / 4, c % 4), expected_vec(c), 1e-12) << c;
+
+  const std::vector<std::int64_t> released{18, 2, 14, 22, 5, 8, 3, 16, 6, 2, 4, 1};
+  const auto estimate = pram_two_way_estimate(p_row, p_column, released, 3, 4);
+  ASSERT_TRUE(estimate);
+  Eigen::VectorXd released_vec(12);
+  for (Eigen::Index c = 0; c < 12; ++c) released_vec(c) = static_cast<double>(released[static_cast<std::size_t>(c)]);
+  const Eigen::VectorXd by_kron = Eigen::MatrixXd(kron.transpose()).fullPivLu().solve(released_vec);
+  for (Eigen::Index c = 0; c < 12; ++c) EXPECT_NEAR((*estimate)(c / 4, c % 4), by_kron(c), 1e-10) << c;
+  // Its row margins are the one-way estimates from the released margins (P_Y⁻¹ 1 = 1: P_Y's rows sum to 1).
+  const auto one_way =
+      pram_unbiased_estimate(p_row, std::vector<std::int64_t>{18 + 2 + 14 + 22, 5 + 8 + 3 + 16, 6 + 2 + 4 + 1});
+  ASSERT_TRUE(one_way);
+  for (Eigen::Index r = 0; r < 3; ++r) EXPECT_NEAR(estimate->row(r).sum(), (*one_way)(r), 1e-10) << r;
+  EXPECT_FALSE(pram_two_way_estimate(pram_equal_matrix(3, 1.0 / 3.0), p_column, released, 3, 4)) << "singular";
+  EXPECT_FALSE(pram_two_way_estimate(p_row, pram_equal_matrix(4, 0.25), released, 3, 4));
+}
+
+// LRD on the oracle "E two categories": y sums (1100, 1800) per original category, means (10, 20). The
+// expected released sums Pᵀ T^y = (1170, 1730) and counts (108, 92) give back the means exactly.
+TEST(PramRegression, EExpectedReleasedSumsGiveBackTheGroupMeans) {
+  const PramMatrix p = (PramMatrix(2, 2) << 0.9, 0.1, 0.1, 0.9).finished();
+  const auto totals = pram_unbiased_totals(p, std::vector<double>{1170.0, 1730.0});
+  const auto counts = pram_unbiased_estimate(p, std::vector<std::int64_t>{108, 92});
+  ASSERT_TRUE(totals && counts);
+  EXPECT_NEAR((*totals)(0), 1100.0, 1e-11);
+  EXPECT_NEAR((*totals)(1), 1800.0, 1e-11);
+  const std::vector<double> estimated_counts{(*counts)(0), (*counts)(1)};
+  const std::vector<double> estimated_sums{(*totals)(0), (*totals)(1)};
+  const PramRegressionLoss loss = pram_regression_loss(
+      std::vector<std::int64_t>{110, 90}, std::vector<double>{1100.0, 1800.0}, estimated_counts, estimated_sums);
+  EXPECT_DOUBLE_EQ(loss.beta[0], 10.0);
+  EXPECT_DOUBLE_EQ(loss.beta[1], 20.0);
+  EXPECT_NEAR(loss.beta_estimate[0], 10.0, 1e-12);
+  EXPECT_NEAR(loss.beta_estimate[1], 20.0, 1e-12);
+  EXPECT_LT(loss.lrd, 1e-13);
+  EXPECT_LT(loss.mlrd, 1e-13);
+  EXPECT_EQ(loss.measured, 2);
+  EXPECT_FALSE(pram_unbiased_totals(pram_equal_matrix(2, 0.5), std::vector<double>{1.0, 2.0}));
+}
+
+TEST(PramRegression, LeavesOutEmptyAndZeroMeanCategoriesAndCountsALostMeanAsInfinite) {
+  const std::vector<std::int64_t> counts{10, 20, 0, 40, 5, 8};
+  const std::vector<double> sums{100, 0, 0, 400, 50, -16};              // means 10, 0, -, 10, 10, -2
+  const std::vector<double> estimated_counts{11, 18, 2, 40, 1e-12, 8};  // category 4: none estimated
+  const std::vector<double> estimated_sums{99, 3, 4, 380, 7, -17};      // means 9, 1/6, 2, 9.5, -, -2.125
+  const PramRegressionLoss loss = pram_regression_loss(counts, sums, estimated_counts, estimated_sums);
+  EXPECT_EQ(loss.empty, 1);
+  EXPECT_EQ(loss.zero_mean, 1);
+  EXPECT_EQ(loss.measured, 4);
+  EXPECT_EQ(loss.infinite, 1);
+  EXPECT_TRUE(std::isnan(loss.beta[2]));
+  EXPECT_DOUBLE_EQ(loss.beta_estimate[2], 2.0) << "an estimate needs no original record";
+  EXPECT_TRUE(std::isnan(loss.beta_estimate[4]));
+  // |β − β̃|/|β| = 0.1, 0.05, ∞, 0.0625: the median of four averages 0.0625 and 0.1.
+  EXPECT_DOUBLE_EQ(loss.lrd, (0.0625 + 0.1) / 2.0);
+  EXPECT_DOUBLE_EQ(loss.mlrd, 0.1) << "the maximum of the finite ones";
+  const PramRegressionLoss none = pram_regression_loss(std::vector<std::int64_t>{0, 3}, std::vector<double>{0, 0},
+                                                       std::vector<double>{1, 2}, std::vector<double>{1, 0});
+  EXPECT_EQ(none.measured, 0);
+  EXPECT_TRUE(std::isnan(none.lrd));
+  EXPECT_TRUE(std::isnan(none.mlrd));
 }
 
 TEST(PramInformationLoss, MediansMaximaAndInfiniteCells) {
