@@ -311,22 +311,44 @@ TEST(TheDefaultCensusJob, AssessesRiskMasksBySwappingPramAndMicroaggregationAndA
   ASSERT_EQ(result.exit_code, 0) << result.err;
   EXPECT_EQ(validate_report(dir / "job.json"), "");
   const auto report = nlohmann::json::parse(read_text(dir / "job.json"));
-  ASSERT_EQ(report["steps"].size(), 7U);
-  const std::vector<std::string> methods{"risk",           "swap targeted", "pram",   "risk",
-                                         "microaggregate", "linkage",       "utility"};
+  ASSERT_EQ(report["steps"].size(), 8U);
+  const std::vector<std::string> methods{"risk",    "swap targeted",  "pram",    "risk",
+                                         "utility", "microaggregate", "linkage", "utility"};
   for (std::size_t s = 0; s < methods.size(); ++s) EXPECT_EQ(report["steps"][s]["method"], methods[s]) << s;
   const auto& swapped = report["steps"][1]["results"];
   const auto& pram = report["steps"][2]["results"];
   const auto& before = report["steps"][0]["results"];
   const auto& after = report["steps"][3]["results"];
-  const auto& micro = report["steps"][4]["results"];
+  const auto& categorical = report["steps"][4]["results"]["categorical"];
+  const auto& micro = report["steps"][5]["results"];
   // Swapping moves at least the 5 % quota; groups of at least 3 within nuts3 regions; linkage within the
   // regions credits at most 1/3 a record; utility measures the same loss as the microaggregation step.
   EXPECT_GE(swapped["swap_rate"].get<double>(), 0.05);
   EXPECT_GE(micro["smallest_group"].get<int>(), 3);
   EXPECT_EQ(micro["blocks"], 36);
-  EXPECT_LE(report["steps"][5]["results"]["fractional_rate"].get<double>(), 1.0 / 3.0);
-  EXPECT_EQ(report["steps"][6]["results"]["il_percent"], micro["il_percent"]);
+  EXPECT_LE(report["steps"][6]["results"]["fractional_rate"].get<double>(), 1.0 / 3.0);
+  EXPECT_EQ(report["steps"][7]["results"]["il_percent"], micro["il_percent"]);
+  // The categorical loss of the release: swapping moved municipalities, PRAM marital status and
+  // citizenship, nothing touched sex or age; households swap with households of their size class, so
+  // the municipalities' person counts (the one-way lau2 table) move only through the open class of 10
+  // or more persons, far less than lau2 x sex.
+  std::map<std::string, nlohmann::json> variables;
+  for (const auto& variable : categorical["variables"]) variables[variable["name"]] = variable;
+  for (const char* moved : {"lau2", "marstat", "citizenship"}) {
+    EXPECT_GT(variables[moved]["records_changed"].get<std::int64_t>(), 0) << moved;
+    EXPECT_GT(variables[moved]["ebil"].get<double>(), 0.0) << moved;
+  }
+  for (const char* kept : {"sex", "agegroup"}) EXPECT_EQ(variables[kept]["records_changed"], 0) << kept;
+  std::map<std::string, nlohmann::json> tables;
+  for (const auto& table : categorical["ctbil"]["by_table"]) {
+    std::string name;
+    for (const auto& variable : table["variables"]) name += (name.empty() ? "" : "*") + variable.get<std::string>();
+    tables[name] = table;
+  }
+  EXPECT_EQ(tables.size(), 15U);  // 5 one-way and 10 two-way tables
+  EXPECT_LT(3 * tables["lau2"]["ctbil"].get<std::int64_t>(), tables["lau2*sex"]["ctbil"].get<std::int64_t>());
+  EXPECT_EQ(tables["sex*agegroup"]["ctbil"], 0);
+  EXPECT_FALSE(categorical["table"].is_null());
   EXPECT_GT(pram["records_changed"].get<std::int64_t>(), 0);
   for (const char* section : {"individual_risk", "household_risk", "suda2", "loglinear", "bootstrap", "l_diversity"}) {
     EXPECT_TRUE(before.contains(section)) << section;
