@@ -1,12 +1,11 @@
 #pragma once
-// Rank swapping over all ranks (kernels/swapping/rank_swap.h; docs/swapping.md). A variable's scan runs
-// along its whole sorted order, so each variable is gathered whole on one rank (value and row id, 16
-// bytes a record), swapped there, and its masked values return to the records' home ranks: the
-// gathering alternative of docs/methods swapping.md §1 "Parallel composition". Native mode spreads the
-// variables over the ranks (variable v on rank v mod P) and runs a rank's variables on threads, each
-// with its own Philox draws; compat mode swaps every variable on the coordinator in the given order,
-// because the reference draws all of them from one taus88 stream. Either way a variable's result is a
-// function of its values, row ids and the seed alone: the same bits for any number of ranks and threads.
+// Rank swapping over all ranks (kernels/swapping/rank_swap.h; docs/swapping.md). Native mode: each
+// variable's sorted order is split into contiguous segments over the ranks by a sample sort; the coding
+// sums and the scan are chained through the segments in rank order (the scan of a position depends on
+// the positions before it), partners' values cross ranks in two all-to-alls, and every value returns
+// to its record's rank — the bits of swapping::rank_swap on the whole variable, with no rank holding
+// more than its segment and a window. Compat mode gathers every variable on the coordinator and swaps
+// them in the given order, because the reference draws all of them from one taus88 stream.
 
 #include <cstdint>
 #include <vector>

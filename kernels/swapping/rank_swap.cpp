@@ -27,7 +27,9 @@ void check_percent(const char* name, double percent) {
     throw ParameterError(std::string("rank swapping: ") + name + " must lie in [0, 100]");
 }
 
-void check_options(const RankSwapOptions& options) {
+}  // namespace
+
+void check_rank_swap_options(const RankSwapOptions& options) {
   check_percent("the top percent", options.top_percent);
   check_percent("the bottom percent", options.bottom_percent);
   const int windows = static_cast<int>(options.window_fraction.has_value()) + static_cast<int>(options.r0.has_value()) +
@@ -43,13 +45,34 @@ void check_options(const RankSwapOptions& options) {
     throw ParameterError("rank swapping: K0 must be above 0 and finite in single precision");
 }
 
-/// t (or b) = int(float(N) · ratio), ratio = float(percent) · 0.01f clamped to [0, 1]: every step in
-/// single precision, as the reference (0.01f < 0.01 makes 5 % of 100 values 4).
-std::int64_t coded_count(std::int64_t n, double percent) {
+std::int64_t rank_swap_coded_count(std::int64_t n, double percent) {
+  // ratio = float(percent) · 0.01f clamped to [0, 1]: every step in single precision, as the reference
+  // (0.01f < 0.01 makes 5 % of 100 values 4).
   const float ratio = std::clamp(static_cast<float>(percent) * 0.01f, 0.0f, 1.0f);
   const float product = static_cast<float>(n) * ratio;
   return std::min(n, static_cast<std::int64_t>(product));
 }
+
+float rank_swap_window_fraction(const RankSwapOptions& options, const RankSwapSums& sums, std::int64_t free_count,
+                                double top_value, double bottom_value) {
+  const auto count = static_cast<double>(free_count);
+  const double mean = free_count > 0 ? sums.free / count : 0.0;
+  const double mean_square = mean * mean;
+  const float variance =
+      free_count > 0 ? std::max(0.0f, static_cast<float>(sums.free_squares / count - mean_square)) : 0.0f;
+  const double delta = std::fabs(bottom_value - top_value);
+  if (options.window_fraction) return static_cast<float>(*options.window_fraction);
+  if (options.k0) {
+    // sqrt(8/3)·K0 in single precision, then |μ|/Δ in double, rounded to float: the reference's types.
+    const float scale = std::sqrt(8.0f / 3.0f) * static_cast<float>(*options.k0);
+    return delta != 0.0 ? static_cast<float>(static_cast<double>(scale) * std::fabs(mean) / delta) : 0.0f;
+  }
+  const float r0 = static_cast<float>(options.r0.value_or(0.95));
+  const float spread = std::sqrt(2.0f * variance * (1.0f - r0));
+  return delta != 0.0 ? static_cast<float>(static_cast<double>(spread) / delta) : 0.0f;
+}
+
+namespace {
 
 /// The sorted, coded values of one variable and the window its scan uses.
 struct Prepared {
@@ -83,73 +106,32 @@ Prepared prepare(std::span<const double> values, std::span<const std::int64_t> r
 
   // Top coding, then bottom coding of what the top coding left: in this order, as the reference, so
   // overlapping codings (t + b > N) give its values too. The sums run down the sorted order, as there.
-  out.top = coded_count(n, options.top_percent);
-  out.bottom = coded_count(n, options.bottom_percent);
+  out.top = rank_swap_coded_count(n, options.top_percent);
+  out.bottom = rank_swap_coded_count(n, options.bottom_percent);
+  RankSwapSums sums;
   const double top_value = at(out.top > 0 ? out.top - 1 : 0);
   if (out.top > 0) {
-    double sum = 0.0;
-    for (std::int64_t j = 0; j < out.top; ++j) sum += at(j);
-    const double mean = sum / static_cast<double>(out.top);
+    for (std::int64_t j = 0; j < out.top; ++j) sums.top += at(j);
+    const double mean = sums.top / static_cast<double>(out.top);
     for (std::int64_t j = 0; j < out.top; ++j) at(j) = mean;
   }
   const std::int64_t bottom_start = n - out.bottom;
   const double bottom_value = at(out.bottom > 0 ? bottom_start : n - 1);
   if (out.bottom > 0) {
-    double sum = 0.0;
-    for (std::int64_t j = bottom_start; j < n; ++j) sum += at(j);
+    for (std::int64_t j = bottom_start; j < n; ++j) sums.bottom += at(j);
     // The reference tests the sum, not the count: a zero sum gives +0.0 where sum / b would be −0.0.
-    const double mean = sum != 0.0 ? sum / static_cast<double>(out.bottom) : 0.0;
+    const double mean = sums.bottom != 0.0 ? sums.bottom / static_cast<double>(out.bottom) : 0.0;
     for (std::int64_t j = bottom_start; j < n; ++j) at(j) = mean;
   }
   out.first_free = out.top;
   out.free_count = std::max<std::int64_t>(0, bottom_start - out.top);
 
-  double sum = 0.0;
-  double sum_of_squares = 0.0;
   for (std::int64_t j = out.first_free; j < out.first_free + out.free_count; ++j) {
-    sum += at(j);
+    sums.free += at(j);
     const double square = at(j) * at(j);  // its own statement: never fused into a multiply-add
-    sum_of_squares += square;
+    sums.free_squares += square;
   }
-  const auto count = static_cast<double>(out.free_count);
-  const double mean = out.free_count > 0 ? sum / count : 0.0;
-  const double mean_square = mean * mean;
-  const float variance =
-      out.free_count > 0 ? std::max(0.0f, static_cast<float>(sum_of_squares / count - mean_square)) : 0.0f;
-  const double delta = std::fabs(bottom_value - top_value);
-
-  if (options.window_fraction) {
-    out.p = static_cast<float>(*options.window_fraction);
-  } else if (options.k0) {
-    // sqrt(8/3)·K0 in single precision, then |μ|/Δ in double, rounded to float: the reference's types.
-    const float scale = std::sqrt(8.0f / 3.0f) * static_cast<float>(*options.k0);
-    out.p = delta != 0.0 ? static_cast<float>(static_cast<double>(scale) * std::fabs(mean) / delta) : 0.0f;
-  } else {
-    const float r0 = static_cast<float>(options.r0.value_or(0.95));
-    const float spread = std::sqrt(2.0f * variance * (1.0f - r0));
-    out.p = delta != 0.0 ? static_cast<float>(static_cast<double>(spread) / delta) : 0.0f;
-  }
-  return out;
-}
-
-/// r = min(N_u, int(float(j) + float(N_u)·P)) in single precision, as the reference: candidates of j are
-/// the positions j < k < r. Saturates where the reference's conversion to int would overflow.
-std::int64_t window_end(std::int64_t j, std::int64_t free_count, float p) {
-  const float width = static_cast<float>(free_count) * p;  // its own statement: never fused into an FMA
-  const float reach = static_cast<float>(j) + width;
-  if (!(reach < 0x1.0p62f)) return free_count;
-  return std::min(free_count, static_cast<std::int64_t>(reach));
-}
-
-/// The float P as the double of its shortest decimal form: 0.2f reports 0.2, not 0.20000000298023224,
-/// and the report still names exactly the float the scan used (the decimal rounds back to it).
-double reported_fraction(float p) {
-  char text[32];
-  const auto written = std::to_chars(text, text + sizeof text, p);
-  SDC_CHECK(written.ec == std::errc(), "a float fits 32 characters");
-  double out = 0.0;
-  const auto read = std::from_chars(text, written.ptr, out);
-  SDC_CHECK(read.ec == std::errc(), "a float's shortest decimal form reads back as a double");
+  out.p = rank_swap_window_fraction(options, sums, out.free_count, top_value, bottom_value);
   return out;
 }
 
@@ -242,7 +224,7 @@ std::int64_t scan(std::span<Entry> free, float p, RankSwapDraws& draws) {
   for (std::int64_t j = 0; j < n; ++j) {
     const auto sj = static_cast<std::size_t>(j);
     if (taken[sj] != 0) continue;
-    const std::int64_t r = window_end(j, n, p);
+    const std::int64_t r = rank_swap_window_end(j, n, p);
     if (r <= j + 1) continue;
     const std::int64_t count = chooser.candidates(j, r);
     if (count == 0) continue;
@@ -262,7 +244,7 @@ std::vector<double> swap_variable(std::span<const double> values, std::span<cons
                                   const RankSwapOptions& options, RankSwapDraws& draws, RankSwapSummary* summary) {
   SDC_CHECK(values.size() == row_ids.size(), "rank swapping needs one row id per value");
   SDC_CHECK(draws.mode() == options.mode, "rank swapping draws of the options' mode");
-  check_options(options);
+  check_rank_swap_options(options);
   Prepared prepared = prepare(values, row_ids, options);
   const std::span<Entry> free =
       std::span<Entry>(prepared.sorted)
@@ -278,13 +260,74 @@ std::vector<double> swap_variable(std::span<const double> values, std::span<cons
     summary->top_coded = prepared.top;
     summary->bottom_coded = prepared.bottom;
     summary->swapped_pairs = pairs;
-    summary->window_fraction = reported_fraction(prepared.p);
-    summary->window_positions = window_end(0, prepared.free_count, prepared.p);
+    summary->window_fraction = rank_swap_reported_fraction(prepared.p);
+    summary->window_positions = rank_swap_window_end(0, prepared.free_count, prepared.p);
   }
   return out;
 }
 
 }  // namespace
+
+std::int64_t rank_swap_window_end(std::int64_t j, std::int64_t free_count, float p) {
+  const float width = static_cast<float>(free_count) * p;  // its own statement: never fused into an FMA
+  const float reach = static_cast<float>(j) + width;
+  // Saturates where the reference's conversion to int would overflow.
+  if (!(reach < 0x1.0p62f)) return free_count;
+  return std::min(free_count, static_cast<std::int64_t>(reach));
+}
+
+double rank_swap_reported_fraction(float p) {
+  // 0.2f reports 0.2, not 0.20000000298023224, and the decimal still rounds back to the float the scan used.
+  char text[32];
+  const auto written = std::to_chars(text, text + sizeof text, p);
+  SDC_CHECK(written.ec == std::errc(), "a float fits 32 characters");
+  double out = 0.0;
+  const auto read = std::from_chars(text, written.ptr, out);
+  SDC_CHECK(read.ec == std::errc(), "a float's shortest decimal form reads back as a double");
+  return out;
+}
+
+SegmentScan rank_swap_scan_segment(std::int64_t first, std::span<const std::int64_t> row_ids, std::int64_t free_count,
+                                   float p, std::span<const std::int64_t> taken_before, RankSwapDraws& draws) {
+  SegmentScan out;
+  const auto length = static_cast<std::int64_t>(row_ids.size());
+  const std::int64_t end = first + length;
+  // The tree spans the segment and the window of its last position: no partner lies further.
+  const std::int64_t reach = length == 0 ? end : std::max(end, rank_swap_window_end(end - 1, free_count, p));
+  TreeChooser chooser(reach - first);
+  std::vector<std::uint8_t> taken(static_cast<std::size_t>(length), 0);
+  for (const std::int64_t position : taken_before) {
+    if (position < first) continue;
+    if (position >= reach) {
+      out.taken_after.push_back(position);
+      continue;
+    }
+    chooser.take(position - first);
+    if (position < end)
+      taken[static_cast<std::size_t>(position - first)] = 1;
+    else
+      out.taken_after.push_back(position);
+  }
+  for (std::int64_t j = first; j < end; ++j) {
+    const auto sj = static_cast<std::size_t>(j - first);
+    if (taken[sj] != 0) continue;
+    const std::int64_t r = rank_swap_window_end(j, free_count, p);
+    if (r <= j + 1) continue;
+    const std::int64_t count = chooser.candidates(j - first, r - first);
+    if (count == 0) continue;
+    const std::int64_t partner = first + chooser.candidate(draws.pick(count, row_ids[sj]));
+    taken[sj] = 1;
+    chooser.take(j - first);
+    chooser.take(partner - first);
+    if (partner < end)
+      taken[static_cast<std::size_t>(partner - first)] = 1;
+    else
+      out.taken_after.push_back(partner);
+    out.pairs.emplace_back(j, partner);
+  }
+  std::sort(out.taken_after.begin(), out.taken_after.end());
+  return out;
+}
 
 RankSwapDraws RankSwapDraws::compat(std::uint32_t taus88_seed) {
   return RankSwapDraws(RankSwapMode::kCompat, taus88_seed, 0, 0);

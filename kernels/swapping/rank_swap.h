@@ -50,6 +50,7 @@
 #include <cstdint>
 #include <optional>
 #include <span>
+#include <utility>
 #include <vector>
 
 #include "kernels/core/record_rng.h"
@@ -127,6 +128,57 @@ class RankSwapDraws {
 /// [0, 1]; InvalidInput naming the row id of an infinite value.
 std::vector<double> rank_swap(std::span<const double> values, std::span<const std::int64_t> row_ids,
                               const RankSwapOptions& options, RankSwapDraws& draws, RankSwapSummary* summary = nullptr);
+
+// ---- the pieces of rank_swap for a sorted order split into contiguous segments over ranks ----
+// (distributed/compose/rank_swap.h). Applied segment by segment in sorted order, they give the same
+// bits as rank_swap on the whole variable.
+
+/// A non-missing value with its record's global row id.
+struct SortedValue {
+  double value = 0.0;
+  std::int64_t row_id = 0;
+};
+
+/// The sorted order of §1.2: descending values, equal values by descending row id.
+inline bool sorted_before(const SortedValue& a, const SortedValue& b) {
+  return a.value > b.value || (a.value == b.value && a.row_id > b.row_id);
+}
+
+/// ParameterError for options rank_swap refuses (the same messages).
+void check_rank_swap_options(const RankSwapOptions& options);
+
+/// t (or b) of §1.3 for n non-missing values: every step in single precision.
+std::int64_t rank_swap_coded_count(std::int64_t n, double percent);
+
+/// The sums rank_swap runs down the sorted order, kept in that order's sequence of additions: a segment
+/// continues the sums of the segments before it, so the total has the bits of one pass.
+struct RankSwapSums {
+  double top = 0.0;           ///< of positions [0, t)
+  double bottom = 0.0;        ///< of positions [N − b, N), after top coding
+  double free = 0.0;          ///< of positions [t, N − b)
+  double free_squares = 0.0;  ///< of their squares
+};
+
+/// The window fraction P of §1.5 from the sums of the free values, the top and bottom values.
+float rank_swap_window_fraction(const RankSwapOptions& options, const RankSwapSums& sums, std::int64_t free_count,
+                                double top_value, double bottom_value);
+
+/// r = min(N_u, int(float(j) + float(N_u)·P)) in single precision (the candidates of j are j < k < r).
+std::int64_t rank_swap_window_end(std::int64_t j, std::int64_t free_count, float p);
+
+/// The float P as the double of its shortest decimal form (RankSwapSummary::window_fraction).
+double rank_swap_reported_fraction(float p);
+
+/// Step 6 of §1 on the free positions [first, first + row_ids.size()) of a scan over `free_count`
+/// positions: `row_ids` those positions' records (the draws' counters), `taken_before` the positions
+/// >= first that earlier segments took (increasing). Returns the pairs (position, partner), partner >
+/// position, in scan order, and the taken positions past the segment for the next one (increasing).
+struct SegmentScan {
+  std::vector<std::pair<std::int64_t, std::int64_t>> pairs;
+  std::vector<std::int64_t> taken_after;
+};
+SegmentScan rank_swap_scan_segment(std::int64_t first, std::span<const std::int64_t> row_ids, std::int64_t free_count,
+                                   float p, std::span<const std::int64_t> taken_before, RankSwapDraws& draws);
 
 /// The reference's O(P·N²) window scan, kept for the Fenwick = scan test only: the same arguments,
 /// checks, draws and result as rank_swap.

@@ -137,7 +137,13 @@ TEST_F(AContinuousMpiRun, RankSwapsAlikeForAnyRankAndThreadCountInBothModes) {
                                        {"swap", "rank", "-i", census_.string(), "--variables", kVariables, "--mode",
                                         "compat", "--reference-seed", "20261126"},
                                        true);
-  for (const auto* results : {&native, &compat}) {
+  // A window of 70 % of the values: partners reach across every rank's segment of the sorted order, and
+  // the taken positions travel through all of them.
+  const auto wide = expect_invariant("swap-rank-native-wide",
+                                     {"swap", "rank", "-i", census_.string(), "--variables", kVariables,
+                                      "--window-percent", "70", "--top-percent", "10", "--bottom-percent", "3"},
+                                     true, {{"SDC_SEED", "20261126"}});
+  for (const auto* results : {&native, &compat, &wide}) {
     ASSERT_FALSE(results->is_null());
     ASSERT_EQ((*results)["variables"].size(), 3U);
     for (const auto& variable : (*results)["variables"]) EXPECT_GT(variable["swapped_pairs"].get<int>(), 1000);

@@ -502,6 +502,85 @@ TEST(ARankSwap, ReturnsEmptyAndAllMissingVariablesUnchanged) {
   EXPECT_EQ(draws.draws(), 0);
 }
 
+// ---- the segmented pieces (distributed/compose/rank_swap.cpp) give rank_swap's bits ----
+
+/// rank_swap composed from its segment pieces, the sorted order cut at `cuts` (increasing positions):
+/// what the ranks do, each holding one segment, in one process.
+std::vector<double> segmented_rank_swap(const std::vector<double>& values, const RankSwapOptions& options,
+                                        std::uint64_t seed, const std::vector<std::int64_t>& cuts) {
+  std::vector<SortedValue> sorted;
+  std::vector<std::size_t> record_of;
+  for (std::size_t i = 0; i < values.size(); ++i)
+    if (!std::isnan(values[i])) sorted.push_back({values[i], static_cast<std::int64_t>(i)});
+  std::sort(sorted.begin(), sorted.end(), sorted_before);
+  const auto n = static_cast<std::int64_t>(sorted.size());
+  const std::int64_t top = rank_swap_coded_count(n, options.top_percent);
+  const std::int64_t bottom = rank_swap_coded_count(n, options.bottom_percent);
+  RankSwapSums sums;
+  for (std::int64_t j = 0; j < top; ++j) sums.top += sorted[static_cast<std::size_t>(j)].value;
+  const double top_mean = top > 0 ? sums.top / static_cast<double>(top) : 0.0;
+  const auto coded = [&](std::int64_t j) { return j < top ? top_mean : sorted[static_cast<std::size_t>(j)].value; };
+  for (std::int64_t j = n - bottom; j < n; ++j) sums.bottom += coded(j);
+  const double bottom_mean = sums.bottom != 0.0 ? sums.bottom / static_cast<double>(bottom) : 0.0;
+  const std::int64_t free_count = std::max<std::int64_t>(0, n - bottom - top);
+  for (std::int64_t j = top; j < top + free_count; ++j) {
+    sums.free += sorted[static_cast<std::size_t>(j)].value;
+    const double square = sorted[static_cast<std::size_t>(j)].value * sorted[static_cast<std::size_t>(j)].value;
+    sums.free_squares += square;
+  }
+  const double top_value = n == 0 ? 0.0 : sorted[static_cast<std::size_t>(top > 0 ? top - 1 : 0)].value;
+  const double bottom_value = n == 0 ? 0.0 : coded(bottom > 0 ? n - bottom : n - 1);
+  const float p = rank_swap_window_fraction(options, sums, free_count, top_value, bottom_value);
+
+  std::vector<double> masked(sorted.size());
+  for (std::int64_t j = 0; j < n; ++j) masked[static_cast<std::size_t>(j)] = sorted[static_cast<std::size_t>(j)].value;
+  for (std::int64_t j = 0; j < top; ++j) masked[static_cast<std::size_t>(j)] = top_mean;
+  for (std::int64_t j = n - bottom; j < n; ++j) masked[static_cast<std::size_t>(j)] = bottom_mean;
+  RankSwapDraws draws = RankSwapDraws::native(seed, 0);
+  std::vector<std::int64_t> taken;
+  std::vector<std::int64_t> bounds{0};
+  for (std::int64_t cut : cuts) bounds.push_back(std::min(cut, free_count));
+  bounds.push_back(free_count);
+  std::vector<double> swapped_values(masked);
+  for (std::size_t s = 0; s + 1 < bounds.size(); ++s) {
+    const std::int64_t first = std::min(bounds[s], free_count);
+    const std::int64_t end = std::max(first, bounds[s + 1]);
+    std::vector<std::int64_t> row_ids;
+    for (std::int64_t f = first; f < end; ++f) row_ids.push_back(sorted[static_cast<std::size_t>(top + f)].row_id);
+    const SegmentScan scanned = rank_swap_scan_segment(first, row_ids, free_count, p, taken, draws);
+    for (const auto& [a, b] : scanned.pairs)
+      std::swap(swapped_values[static_cast<std::size_t>(top + a)], swapped_values[static_cast<std::size_t>(top + b)]);
+    taken = scanned.taken_after;
+  }
+  std::vector<double> out(values);
+  for (std::int64_t j = 0; j < n; ++j)
+    out[static_cast<std::size_t>(sorted[static_cast<std::size_t>(j)].row_id)] =
+        swapped_values[static_cast<std::size_t>(j)];
+  return out;
+}
+
+TEST(ARankSwap, GivesTheSameBitsScannedInSegmentsAsInOnePass) {
+  std::mt19937_64 random(31);
+  for (int trial = 0; trial < 300; ++trial) {
+    const std::size_t n = 1 + random() % 400;
+    std::vector<double> values(n);
+    for (auto& value : values) value = random() % 7 == 0 ? kNan : static_cast<double>(random() % 50) / 4.0;
+    RankSwapOptions options;
+    options.mode = RankSwapMode::kNative;
+    options.top_percent = static_cast<double>(random() % 12);
+    options.bottom_percent = static_cast<double>(random() % 12);
+    if (trial % 3 == 0) options.window_fraction = 0.01 + static_cast<double>(random() % 60) / 100.0;
+    if (trial % 3 == 1) options.k0 = 0.05;
+    std::vector<std::int64_t> cuts;
+    for (int c = 0; c < static_cast<int>(random() % 5); ++c) cuts.push_back(static_cast<std::int64_t>(random() % n));
+    std::sort(cuts.begin(), cuts.end());
+    const auto seed = static_cast<std::uint64_t>(trial);
+    RankSwapDraws draws = RankSwapDraws::native(seed, 0);
+    const std::vector<double> whole = rank_swap(values, row_ids_for(n), options, draws);
+    EXPECT_TRUE(same_bits(segmented_rank_swap(values, options, seed, cuts), whole)) << "trial " << trial;
+  }
+}
+
 // ---- the A oracle of docs/methods swapping.md §5: swap against shuffle ----
 
 /// n draws of (z1, ρ z1 + sqrt(1 − ρ²) z2), z standard normals from a fixed stream.
