@@ -93,6 +93,11 @@ class ByteWriter {
     static_assert(std::is_trivially_copyable_v<T>);
     append(values.data(), values.size_bytes());
   }
+  /// Room for `more` bytes past what is written, allocated once (a growing buffer reallocates and
+  /// zero-fills as it doubles).
+  void reserve(std::size_t more) {
+    if (bytes_.size() < size_ + more) bytes_.resize(size_ + more);
+  }
   /// Its length, then its values.
   template <typename T>
   void put_vector(const std::vector<T>& values) {

@@ -1,6 +1,7 @@
 #include "distributed/compose/rank_swap.h"
 
 #include <tbb/parallel_for.h>
+#include <tbb/parallel_sort.h>
 
 #include <algorithm>
 #include <cmath>
@@ -63,6 +64,11 @@ State chain_in_rank_order(const Communicator& comm, State state, Step step) {
   return state;
 }
 
+/// swapping::sorted_before as a function object, so that the sorts inline it.
+constexpr auto kSortedBefore = [](const swapping::SortedValue& a, const swapping::SortedValue& b) {
+  return swapping::sorted_before(a, b);
+};
+
 /// The sorted order of one variable's non-missing values split over the ranks: rank r holds the r-th
 /// contiguous segment, from global position `first` (a sample sort: local sort, splitters from an
 /// all-gathered regular sample, one all-to-all, a merge).
@@ -73,7 +79,8 @@ struct SortedSegment {
 };
 
 SortedSegment sample_sort(const Communicator& comm, std::vector<swapping::SortedValue> local) {
-  std::sort(local.begin(), local.end(), swapping::sorted_before);
+  // The order is total (row ids break ties), so a parallel sort gives the one result.
+  tbb::parallel_sort(local.begin(), local.end(), kSortedBefore);
   const auto ranks = static_cast<std::size_t>(comm.size());
   // A regular sample of 32 entries a rank: each segment then holds at most about twice its share.
   constexpr std::size_t kSamples = 32;
@@ -84,7 +91,7 @@ SortedSegment sample_sort(const Communicator& comm, std::vector<swapping::Sorted
     ByteReader in(bytes);
     while (!in.done()) samples.push_back(in.get<swapping::SortedValue>());
   }
-  std::sort(samples.begin(), samples.end(), swapping::sorted_before);
+  std::sort(samples.begin(), samples.end(), kSortedBefore);
   std::vector<swapping::SortedValue> splitters;
   for (std::size_t r = 1; r < ranks && !samples.empty(); ++r) splitters.push_back(samples[r * samples.size() / ranks]);
   std::vector<std::vector<std::byte>> sends(ranks);
@@ -95,10 +102,11 @@ SortedSegment sample_sort(const Communicator& comm, std::vector<swapping::Sorted
     const std::size_t end =
         r < splitters.size()
             ? static_cast<std::size_t>(std::lower_bound(local.begin() + static_cast<std::ptrdiff_t>(begin), local.end(),
-                                                        splitters[r], swapping::sorted_before) -
+                                                        splitters[r], kSortedBefore) -
                                        local.begin())
             : local.size();
     ByteWriter out;
+    out.reserve((end - begin) * sizeof(swapping::SortedValue));
     for (std::size_t k = begin; k < end; ++k) out.put(local[k]);
     sends[r] = std::move(out.bytes());
     begin = end;
@@ -111,7 +119,7 @@ SortedSegment sample_sort(const Communicator& comm, std::vector<swapping::Sorted
     ByteReader in(bytes);
     in.get_span(std::span<swapping::SortedValue>(segment.values).subspan(old, count));
   }
-  std::sort(segment.values.begin(), segment.values.end(), swapping::sorted_before);
+  if (comm.size() > 1) tbb::parallel_sort(segment.values.begin(), segment.values.end(), kSortedBefore);
   const auto sizes = comm.all_gather(static_cast<std::int64_t>(segment.values.size()));
   for (int r = 0; r < comm.size(); ++r) {
     if (r < comm.rank()) segment.first += sizes[static_cast<std::size_t>(r)];
@@ -266,6 +274,7 @@ std::vector<double> swap_in_segments(const Communicator& comm, std::span<const d
     return static_cast<std::size_t>(it - homes.begin()) - 1;
   };
   std::vector<ByteWriter> back(static_cast<std::size_t>(comm.size()));
+  if (comm.size() == 1) back[0].reserve(segment.values.size() * (sizeof(std::int64_t) + sizeof(double)));
   for (std::size_t k = 0; k < segment.values.size(); ++k) {
     ByteWriter& out = back[home_of(segment.values[k].row_id)];
     out.put(segment.values[k].row_id);
@@ -300,6 +309,15 @@ RankSwappedPart rank_swap_variables(const Communicator& comm, const NumericColum
   if (!compat) {
     RankSwappedPart result;
     result.summaries.resize(p);
+    if (comm.size() == 1) {
+      // One rank holds every variable whole: the kernel itself, the variables on the rank's threads.
+      result.masked.resize(p);
+      tbb::parallel_for(std::size_t{0}, p, [&](std::size_t v) {
+        swapping::RankSwapDraws draws = swapping::RankSwapDraws::native(seed, v);
+        result.masked[v] = swapping::rank_swap(part.columns[v], part.row_ids, options, draws, &result.summaries[v]);
+      });
+      return result;
+    }
     for (std::size_t v = 0; v < p; ++v)
       result.masked.push_back(
           swap_in_segments(comm, part.columns[v], part.row_ids, home, options, seed, v, result.summaries[v]));
