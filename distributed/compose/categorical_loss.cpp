@@ -115,7 +115,8 @@ CategoricalTables distributed_ctbil(const Communicator& comm, std::span<const Co
 }
 
 utility::ShlomoYoung distributed_shlomo_young(const Communicator& comm, std::span<const ComparedCategorical> rows,
-                                              std::span<const ComparedCategorical> columns) {
+                                              std::span<const ComparedCategorical> columns,
+                                              const utility::ShlomoYoungOptions& options) {
   SDC_CHECK(!rows.empty() && !columns.empty(), "a two-way table has row and column variables");
   check_categorical_grids({}, 0, rows, columns);
   // Row variables first: with the last axis fastest, the cell of (row r, column c) is r · columns + c.
@@ -126,7 +127,8 @@ utility::ShlomoYoung distributed_shlomo_young(const Communicator& comm, std::spa
   const auto row_count = static_cast<std::size_t>(utility::grid_cells(categories_of(rows)));
   const auto column_count = static_cast<std::size_t>(utility::grid_cells(categories_of(columns)));
   utility::ShlomoYoung measures;
-  agree_on_error(comm, [&] { measures = utility::shlomo_young_measures(original, masked, row_count, column_count); });
+  agree_on_error(
+      comm, [&] { measures = utility::shlomo_young_measures(original, masked, row_count, column_count, options); });
   return measures;
 }
 

@@ -63,8 +63,10 @@ CategoricalTables distributed_ctbil(const Communicator& comm, std::span<const Co
                                     std::size_t order);
 
 /// Collective. The Shlomo & Young measures of the two-way table whose rows are the combinations of
-/// `rows` and whose cells are the combinations of `columns`, in each file.
+/// `rows` and whose cells are the combinations of `columns`, in each file; `options` name columns by
+/// their index in that grid (the last column variable fastest).
 utility::ShlomoYoung distributed_shlomo_young(const Communicator& comm, std::span<const ComparedCategorical> rows,
-                                              std::span<const ComparedCategorical> columns);
+                                              std::span<const ComparedCategorical> columns,
+                                              const utility::ShlomoYoungOptions& options = {});
 
 }  // namespace sdc::distributed

@@ -58,6 +58,11 @@ class UtilityCommand final : public Command {
                              "categorical variables whose combinations are the rows of the Shlomo & Young table");
     add_variable_list_option(*app, "--table-columns", options_.table_columns,
                              "categorical variables whose combinations are the cells of each row of that table");
+    app->add_option("--table-target-column", options_.table_target_column,
+                    "the column of that table whose share of each row BVR compares: one level label per "
+                    "--table-columns variable, in their order, separated by '/' (default: no BVR)")
+        ->allow_extra_args(false)
+        ->type_name("LABEL[/LABEL...]");
     return app;
   }
 

@@ -64,6 +64,45 @@ void require_categorical(const Table& table, const std::string& path, const std:
                        ", expected categorical");
 }
 
+/// The labels of --table-target-column, split at '/' and kept exact (a label may hold blanks).
+std::vector<std::string> target_labels(const std::string& text) {
+  std::vector<std::string> out;
+  std::size_t begin = 0;
+  while (true) {
+    const std::size_t end = text.find('/', begin);
+    out.push_back(text.substr(begin, end == std::string::npos ? std::string::npos : end - begin));
+    if (end == std::string::npos) return out;
+    begin = end + 1;
+  }
+}
+
+/// The index, in the grid of the table's columns (the last variable fastest), of the column whose
+/// categories carry `labels`: a label is matched against the original's levels, then the masked
+/// file's. Throws InvalidInput naming the variable and the label that neither file has.
+std::size_t target_column_of(const std::vector<std::string>& labels,
+                             std::span<const distributed::ComparedCategorical> columns, const Table& original,
+                             const Table& masked) {
+  std::size_t column = 0;
+  for (std::size_t j = 0; j < columns.size(); ++j) {
+    const auto& variable = columns[j];
+    const auto find = [&](const std::vector<std::string>& levels) {
+      return static_cast<std::size_t>(std::find(levels.begin(), levels.end(), labels[j]) - levels.begin());
+    };
+    const auto& original_levels = original.require(variable.name).info().levels;
+    const auto& masked_levels = masked.require(variable.name).info().levels;
+    std::size_t category = 0;
+    if (const std::size_t code = find(original_levels); code < original_levels.size())
+      category = code + 1;
+    else if (const std::size_t masked_code = find(masked_levels); masked_code < masked_levels.size())
+      category = static_cast<std::size_t>(variable.domain.masked_category[masked_code + 1]);
+    else
+      throw InvalidInput("--table-target-column: label '" + labels[j] + "' is not a level of variable '" +
+                         variable.name + "' in either file");
+    column = column * variable.domain.categories + category;
+  }
+  return column;
+}
+
 /// The usage problems of the options that no flag declaration can state.
 void check_options(const UtilityStepOptions& options) {
   if (options.variables.empty() && options.categorical.empty() && options.table_columns.empty())
@@ -80,6 +119,15 @@ void check_options(const UtilityStepOptions& options) {
   for (const auto& name : options.table_columns)
     if (contains(options.table_rows, name))
       throw UsageError("--table-columns: variable '" + name + "' is also in --table-rows");
+  if (options.table_target_column) {
+    if (options.table_columns.empty())
+      throw UsageError("--table-target-column names a column of the table: give --table-rows and --table-columns");
+    const std::size_t labels = target_labels(*options.table_target_column).size();
+    if (labels != options.table_columns.size())
+      throw UsageError("--table-target-column: " + std::to_string(labels) + (labels == 1 ? " label" : " labels") +
+                       " for " + std::to_string(options.table_columns.size()) +
+                       " --table-columns variables: give one label per variable, in their order, separated by '/'");
+  }
 }
 
 nlohmann::json reported(std::uint64_t count, std::int64_t min_count) {
@@ -152,7 +200,8 @@ nlohmann::json ctbil_json(const distributed::CategoricalTables& tables,
 }
 
 nlohmann::json shlomo_young_json(const utility::ShlomoYoung& m, const std::vector<std::string>& rows,
-                                 const std::vector<std::string>& columns) {
+                                 const std::vector<std::string>& columns, bool target) {
+  const auto rows_or_null = [target](std::uint64_t count) { return target ? nlohmann::json(count) : nullptr; };
   return {{"row_variables", rows},
           {"column_variables", columns},
           {"rows", m.rows},
@@ -175,7 +224,23 @@ nlohmann::json shlomo_young_json(const utility::ShlomoYoung& m, const std::vecto
           {"mean_rank_change_percent", number_or_null(m.mean_rank_change)},
           {"small_cells", m.small_cells},
           {"small_cells_unchanged", m.small_cells_unchanged},
-          {"small_cells_unchanged_percent", number_or_null(m.small_cells_unchanged_percent)}};
+          {"small_cells_unchanged_percent", number_or_null(m.small_cells_unchanged_percent)},
+          {"rat", number_or_null(m.relative_absolute_total)},
+          {"rat_zero_rows_skipped", m.zero_total_rows_skipped},
+          {"at", number_or_null(m.absolute_total)},
+          {"bv_original", number_or_null(m.between_variance_original)},
+          {"bv_masked", number_or_null(m.between_variance_masked)},
+          {"bvr", number_or_null(m.between_variance_ratio)},
+          {"bv_rows_original", rows_or_null(m.between_variance_rows_original)},
+          {"bv_rows_masked", rows_or_null(m.between_variance_rows_masked)},
+          {"l2_original", number_or_null(m.likelihood_ratio_original)},
+          {"l2_masked", number_or_null(m.likelihood_ratio_masked)},
+          {"lr", number_or_null(m.likelihood_ratio)},
+          {"wilcoxon",
+           {{"cells", m.bias.differences},
+            {"w_plus", m.bias.w_plus},
+            {"z", number_or_null(m.bias.z)},
+            {"p_value", number_or_null(m.bias.p_value)}}}};
 }
 
 class UtilityStepImpl final : public UtilityStep {
@@ -196,7 +261,9 @@ class UtilityStepImpl final : public UtilityStep {
                      {"pril-form", name_of(options.pril_form)},
                      {"ctbil-order", ctbil_order},
                      {"table-rows", options.table_rows},
-                     {"table-columns", options.table_columns}},
+                     {"table-columns", options.table_columns},
+                     {"table-target-column", options.table_target_column ? nlohmann::json(*options.table_target_column)
+                                                                         : nlohmann::json(nullptr)}},
                     comm.is_coordinator());
     auto& [report, step, timer, clock] = frame;
     io::Hdf5WriteOptions unused_write_options;
@@ -329,6 +396,10 @@ class UtilityStepImpl final : public UtilityStep {
            [&] { distributed::check_categorical_grids(variables, ctbil_order, {}, {}); });
     refuse("--table-rows/--table-columns", "give fewer variables or variables of fewer categories",
            [&] { distributed::check_categorical_grids({}, 0, rows, columns); });
+    utility::ShlomoYoungOptions table_options;
+    if (options.table_target_column)
+      table_options.target_column =
+          target_column_of(target_labels(*options.table_target_column), columns, original, masked);
 
     nlohmann::json out = {{"ordinal_distance", name_of(options.ordinal_distance)},
                           {"pril_form", name_of(options.pril_form)}};
@@ -358,12 +429,13 @@ class UtilityStepImpl final : public UtilityStep {
     }
     out["table"] = nullptr;
     if (!columns.empty()) {
-      const auto measures = distributed::distributed_shlomo_young(comm, rows, columns);
-      out["table"] = shlomo_young_json(measures, options.table_rows, options.table_columns);
+      const auto measures = distributed::distributed_shlomo_young(comm, rows, columns, table_options);
+      out["table"] = shlomo_young_json(measures, options.table_rows, options.table_columns,
+                                       table_options.target_column.has_value());
       clock.lap("shlomo-young table");
       if (comm.is_coordinator())
-        spdlog::info("utility: table of {} x {} cells: HD {:.6f}, AAD {:.6f}", measures.rows, measures.columns,
-                     measures.hellinger, measures.average_absolute);
+        spdlog::info("utility: table of {} x {} cells: HD {:.6f}, AAD {:.6f}, LR {:.6f}", measures.rows,
+                     measures.columns, measures.hellinger, measures.average_absolute, measures.likelihood_ratio);
     }
     return out;
   }

@@ -33,9 +33,10 @@ struct UtilityStepOptions {
   std::vector<std::string> ordinal;      ///< of those, the ordinal ones (ranked in the original's code order)
   utility::OrdinalDistance ordinal_distance = utility::OrdinalDistance::kRank;
   utility::RecordLossForm pril_form = utility::RecordLossForm::kText;
-  std::optional<std::int64_t> ctbil_order;  ///< K of CTBIL; default min(2, categorical variables)
-  std::vector<std::string> table_rows;      ///< the Shlomo & Young table: its rows' variables
-  std::vector<std::string> table_columns;   ///< and its columns' (both or neither)
+  std::optional<std::int64_t> ctbil_order;         ///< K of CTBIL; default min(2, categorical variables)
+  std::vector<std::string> table_rows;             ///< the Shlomo & Young table: its rows' variables
+  std::vector<std::string> table_columns;          ///< and its columns' (both or neither)
+  std::optional<std::string> table_target_column;  ///< BVR's target cell: LABEL[/LABEL...], one per column variable
 };
 
 class UtilityStep : public Step {

@@ -9,6 +9,7 @@
 #include <atomic>
 #include <cmath>
 #include <limits>
+#include <numbers>
 #include <numeric>
 
 #include "kernels/core/error.h"
@@ -28,6 +29,69 @@ constexpr std::uint64_t kBadCell = std::numeric_limits<std::uint64_t>::max();
 double percent_change(double masked, double original) {
   if (!std::isfinite(masked) || !std::isfinite(original) || original == 0.0) return kNaN;
   return 100.0 * (masked - original) / original;
+}
+
+double ratio_of(double masked, double original) {
+  if (!std::isfinite(masked) || !std::isfinite(original) || original == 0.0) return kNaN;
+  return masked / original;
+}
+
+__extension__ using Wide = __int128;  // GCC/Clang: n(n + 1)(2n + 1) and Σ t³ pass 2^64 beyond 2^21 cells
+
+std::vector<std::uint64_t> row_totals(std::span<const std::uint64_t> table, std::size_t rows, std::size_t columns) {
+  std::vector<std::uint64_t> out(rows, 0);
+  for (std::size_t k = 0; k < rows; ++k)
+    for (std::size_t c = 0; c < columns; ++c) out[k] += table[k * columns + c];
+  return out;
+}
+
+/// L² = 2 Σ o ln(o/ê) of independence, ê = o_k. o_.c/n; NaN for an empty table. The ratio o/ê is
+/// o·n/(o_k.·o_.c) from integer margins: each product rounds once, so a cell that fits independence
+/// exactly (o·n = o_k.·o_.c) adds exactly 0.
+double independence_deviance(std::span<const std::uint64_t> table, std::size_t rows, std::size_t columns) {
+  const std::vector<std::uint64_t> row_sums = row_totals(table, rows, columns);
+  std::vector<std::uint64_t> column_sums(columns, 0);
+  for (std::size_t k = 0; k < rows; ++k)
+    for (std::size_t c = 0; c < columns; ++c) column_sums[c] += table[k * columns + c];
+  const std::uint64_t n = std::accumulate(row_sums.begin(), row_sums.end(), std::uint64_t{0});
+  if (n == 0) return kNaN;
+  ExactSum deviance;
+  for (std::size_t k = 0; k < rows; ++k) {
+    for (std::size_t c = 0; c < columns; ++c) {
+      const std::uint64_t o = table[k * columns + c];
+      if (o == 0) continue;  // o ln(o/ê) → 0
+      const double ratio = (static_cast<double>(o) * static_cast<double>(n)) /
+                           (static_cast<double>(row_sums[k]) * static_cast<double>(column_sums[c]));
+      if (ratio != 1.0) deviance.add(static_cast<double>(o) * std::log(ratio));
+    }
+  }
+  // L² ≥ 0 (Gibbs); rounding of a table close to independence must not make it negative.
+  return std::max(0.0, 2.0 * deviance.value());
+}
+
+/// BV = Σ_k (P^k(c) − P(c))²/(rows − 1) over the rows with a positive total, P^k(c) = D_k(c)/N_k and
+/// P(c) = Σ_k D_k(c)/Σ_k N_k; NaN with fewer than two such rows. `used` receives their number.
+double between_row_variance(std::span<const std::uint64_t> table, std::size_t rows, std::size_t columns,
+                            std::size_t target, std::uint64_t& used) {
+  const std::vector<std::uint64_t> totals = row_totals(table, rows, columns);
+  std::uint64_t target_total = 0;
+  std::uint64_t total = 0;
+  used = 0;
+  for (std::size_t k = 0; k < rows; ++k) {
+    if (totals[k] == 0) continue;
+    ++used;
+    target_total += table[k * columns + target];
+    total += totals[k];
+  }
+  if (used < 2) return kNaN;
+  const double overall = static_cast<double>(target_total) / static_cast<double>(total);
+  ExactSum squares;
+  for (std::size_t k = 0; k < rows; ++k) {
+    if (totals[k] == 0) continue;
+    const double gap = static_cast<double>(table[k * columns + target]) / static_cast<double>(totals[k]) - overall;
+    squares.add(gap * gap);
+  }
+  return squares.value() / static_cast<double>(used - 1);
 }
 
 template <typename Count>
@@ -412,11 +476,65 @@ Association cramers_v(std::span<const double> table, std::size_t rows, std::size
   return association_of(table, rows, columns);
 }
 
+SignedRankTest signed_rank_test(std::span<const std::uint64_t> original, std::span<const std::uint64_t> masked) {
+  SDC_CHECK(original.size() == masked.size(), "compared tables have the same cells");
+  // |d| -> (cells, of them positive): ties share the average of their ranks, so the cells of one |d|
+  // need no order among themselves.
+  absl::flat_hash_map<std::uint64_t, std::pair<std::uint64_t, std::uint64_t>> by_magnitude;
+  for (std::size_t c = 0; c < original.size(); ++c) {
+    if (original[c] == masked[c]) continue;
+    auto& [cells, positive] = by_magnitude[original[c] > masked[c] ? original[c] - masked[c] : masked[c] - original[c]];
+    ++cells;
+    if (masked[c] > original[c]) ++positive;
+  }
+  std::vector<std::pair<std::uint64_t, std::pair<std::uint64_t, std::uint64_t>>> magnitudes(by_magnitude.begin(),
+                                                                                            by_magnitude.end());
+  std::sort(magnitudes.begin(), magnitudes.end());
+  Wide twice_w_plus = 0;  // 2·W+: average ranks are whole or half
+  Wide ties = 0;          // Σ (t³ − t)
+  Wide ranked = 0;
+  for (const auto& [magnitude, counts] : magnitudes) {
+    const auto [cells, positive] = counts;
+    const Wide t = cells;
+    // The ranks ranked + 1 .. ranked + t, on average ranked + (t + 1)/2.
+    twice_w_plus += static_cast<Wide>(positive) * (2 * ranked + t + 1);
+    ties += t * t * t - t;
+    ranked += t;
+  }
+  SignedRankTest out;
+  out.differences = static_cast<std::uint64_t>(ranked);
+  out.w_plus = static_cast<double>(twice_w_plus) / 2.0;
+  if (ranked == 0) {
+    out.z = kNaN;
+    out.p_value = kNaN;
+    return out;
+  }
+  const Wide n = ranked;
+  // 48·σ² = 2n(n + 1)(2n + 1) − Σ (t³ − t) > 0; 4·(W+ − n(n + 1)/4) = 2·(2W+) − n(n + 1).
+  const double variance = static_cast<double>(2 * n * (n + 1) * (2 * n + 1) - ties) / 48.0;
+  const Wide gap_times_four = 2 * twice_w_plus - n * (n + 1);
+  const int sign = gap_times_four > 0 ? 1 : (gap_times_four < 0 ? -1 : 0);
+  out.z = static_cast<double>(gap_times_four - 2 * sign) / 4.0 / std::sqrt(variance);
+  out.p_value = std::erfc(std::fabs(out.z) / std::numbers::sqrt2);
+  return out;
+}
+
 ShlomoYoung shlomo_young_measures(std::span<const std::uint64_t> original, std::span<const std::uint64_t> masked,
-                                  std::size_t rows, std::size_t columns) {
+                                  std::size_t rows, std::size_t columns, const ShlomoYoungOptions& options) {
   SDC_CHECK(original.size() == rows * columns && masked.size() == original.size(),
             "two tables of rows × columns cells");
   SDC_CHECK(columns > 0, "a table has columns");
+  std::vector<std::uint8_t> in_total(columns, options.total_columns.empty() ? 1 : 0);
+  for (const std::size_t c : options.total_columns) {
+    if (c >= columns)
+      throw ParameterError("Shlomo–Young totals: column " + std::to_string(c) + " of a table of " +
+                           std::to_string(columns) + " columns");
+    if (in_total[c] != 0) throw ParameterError("Shlomo–Young totals: column " + std::to_string(c) + " given twice");
+    in_total[c] = 1;
+  }
+  if (options.target_column && *options.target_column >= columns)
+    throw ParameterError("Shlomo–Young BVR: target column " + std::to_string(*options.target_column) +
+                         " of a table of " + std::to_string(columns) + " columns");
   ShlomoYoung out;
   out.rows = rows;
   out.columns = columns;
@@ -437,9 +555,16 @@ ShlomoYoung shlomo_young_measures(std::span<const std::uint64_t> original, std::
   const auto n_k = static_cast<double>(columns);
 
   ExactSum hellinger, relative, average_absolute, variance_original, variance_masked, entropy_original, entropy_masked;
+  ExactSum relative_total, absolute_total;
   for (const std::size_t k : compared) {
     ExactSum root_gaps, relative_row, absolute_row, total_original, total_masked;
+    std::uint64_t group_original = 0;
+    std::uint64_t group_masked = 0;
     for (std::size_t c = 0; c < columns; ++c) {
+      if (in_total[c] != 0) {
+        group_original += original[k * columns + c];
+        group_masked += masked[k * columns + c];
+      }
       const double o = at(original, k, c);
       const double p = at(masked, k, c);
       const double root_gap = std::sqrt(p) - std::sqrt(o);
@@ -456,6 +581,13 @@ ShlomoYoung shlomo_young_measures(std::span<const std::uint64_t> original, std::
         if (p == o) ++out.small_cells_unchanged;
       }
     }
+    const auto total_gap = static_cast<double>(group_original > group_masked ? group_original - group_masked
+                                                                             : group_masked - group_original);
+    absolute_total.add(total_gap);
+    if (group_original > 0)
+      relative_total.add(total_gap / static_cast<double>(group_original));
+    else
+      ++out.zero_total_rows_skipped;
     hellinger.add(std::sqrt(root_gaps.value()));
     relative.add(relative_row.value());
     average_absolute.add(absolute_row.value() / n_k);
@@ -490,6 +622,23 @@ ShlomoYoung shlomo_young_measures(std::span<const std::uint64_t> original, std::
   out.small_cells_unchanged_percent = out.small_cells == 0 ? kNaN
                                                            : 100.0 * static_cast<double>(out.small_cells_unchanged) /
                                                                  static_cast<double>(out.small_cells);
+  out.total_columns = static_cast<std::uint64_t>(std::count(in_total.begin(), in_total.end(), std::uint8_t{1}));
+  out.relative_absolute_total = out.zero_total_rows_skipped == compared.size() ? kNaN : relative_total.value();
+  out.absolute_total = absolute_total.value() / n_r;
+  out.between_variance_original = kNaN;
+  out.between_variance_masked = kNaN;
+  out.between_variance_ratio = kNaN;
+  if (options.target_column) {
+    out.between_variance_original =
+        between_row_variance(original, rows, columns, *options.target_column, out.between_variance_rows_original);
+    out.between_variance_masked =
+        between_row_variance(masked, rows, columns, *options.target_column, out.between_variance_rows_masked);
+    out.between_variance_ratio = ratio_of(out.between_variance_masked, out.between_variance_original);
+  }
+  out.likelihood_ratio_original = independence_deviance(original, rows, columns);
+  out.likelihood_ratio_masked = independence_deviance(masked, rows, columns);
+  out.likelihood_ratio = ratio_of(out.likelihood_ratio_masked, out.likelihood_ratio_original);
+  out.bias = signed_rank_test(original, masked);
 
   // Rank distortion: per column, the compared rows sorted by original count (ties by row) fall into
   // kRankGroups quantile groups by position; sorted again by masked count (ties by the original
@@ -528,6 +677,33 @@ ShlomoYoung shlomo_young_measures(std::span<const std::uint64_t> original, std::
   }
   out.mean_rank_change = rank_change_sum.value() / n_k;
   return out;
+}
+
+double exact_binomial_test(std::uint64_t successes, std::uint64_t trials, double probability) {
+  if (!(probability > 0.0 && probability < 1.0))
+    throw ParameterError("binomial test: the probability of a success is not in (0, 1)");
+  if (successes > trials)
+    throw ParameterError("binomial test: " + std::to_string(successes) + " successes in " + std::to_string(trials) +
+                         " trials");
+  if (trials == 0) return 1.0;
+  const auto n = static_cast<double>(trials);
+  const double log_p = std::log(probability);
+  const double log_q = std::log1p(-probability);
+  const double log_n_factorial = std::lgamma(n + 1.0);
+  const auto log_probability = [&](std::uint64_t i) {
+    const auto x = static_cast<double>(i);
+    return log_n_factorial - std::lgamma(x + 1.0) - std::lgamma(n - x + 1.0) + x * log_p + (n - x) * log_q;
+  };
+  // R's binom.test: the outcomes at most as likely as the observed one, with a relative slack of 1e-7
+  // so that outcomes of equal probability are not split by rounding.
+  const double bound = log_probability(successes) + std::log1p(1e-7);
+  ExactSum p_value;
+  for (std::uint64_t i = 0;; ++i) {  // i ≤ trials without wrapping at UINT64_MAX
+    const double log_pi = log_probability(i);
+    if (log_pi <= bound) p_value.add(std::exp(log_pi));
+    if (i == trials) break;
+  }
+  return std::min(1.0, p_value.value());
 }
 
 std::vector<double> impute_suppressed_cells(std::span<const double> row, std::span<const std::uint8_t> suppressed,

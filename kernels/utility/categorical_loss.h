@@ -14,12 +14,15 @@
 //                          changed, EBIL and IL = Σ_r PRIL from the observed transitions;
 //   compare_tables         one table of each file -> Σ|x − x'| (its CTBIL term) and the distances of
 //                          table_distance.h; ctbil adds the terms of all tables;
-//   shlomo_young_measures  a two-way table rows × columns of each file -> the §6 measures.
+//   shlomo_young_measures  a two-way table rows × columns of each file -> the §6 measures;
+//   signed_rank_test       the cells of the two tables -> the Wilcoxon signed-rank bias test of
+//                          D_pert − D_orig (shlomo_young_measures reports it too).
 // And functions on given figures rather than records: backward_probabilities, entropy_based_loss and
 // summed_record_loss (EBIL and PRIL from a known transition matrix P and original counts T, as PRAM
-// knows them), cramers_v, and impute_suppressed_cells (§6's imputation of suppressed cells before
-// a loss is computed). The imputation serves table protection, which will compare a table with
-// suppressed cells to its original; `sdc utility` compares files of records and has none.
+// knows them), cramers_v, impute_suppressed_cells (§6's imputation of suppressed cells before a loss
+// is computed) and exact_binomial_test (§6's bias test of rounding directions). The imputation and
+// the binomial test serve table protection (a table with suppressed or rounded cells against its
+// original); `sdc utility` compares files of records, which have neither.
 //
 // Categories. A compared variable's categories are its original levels (in code order), then the
 // labels of the masked file that the original lacks (a recoding's new categories), matched by label
@@ -38,12 +41,17 @@
 // * Shlomo & Young: rows are those with a positive count in either file; n_k is the number of
 //   columns; RAD skips original zero cells and counts them; entropies are −Σ p ln p per row (the
 //   relative change does not depend on the sign); Cramér's V over the rows and columns with positive
-//   margins, divisor min(R − 1, C − 1); rank distortion with 20 quantile groups and a 20 % threshold.
+//   margins, divisor min(R − 1, C − 1); rank distortion with 20 quantile groups and a 20 % threshold;
+//   RAT and AT over the compared rows, RAT skipping (and counting) rows with N_orig = 0; BVR with
+//   P^k(c) = D_k(c)/(row total) over each file's rows with a positive total, P(c) the overall
+//   proportion; LR of the independence model rows × columns, whose fit is closed-form (IPF stops after
+//   one cycle); the signed-rank test over every cell, zero differences dropped.
 //
 // Errors: ParameterError (a grid beyond kMaxTableCells, mismatched figures of the given-figure
 // functions, no records), InternalError through SDC_CHECK (ragged axes, codes outside their levels).
 
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -193,6 +201,29 @@ struct Association {
 /// χ² and Cramér's V of a rows × columns table of counts (row-major).
 Association cramers_v(std::span<const double> table, std::size_t rows, std::size_t columns);
 
+/// The Wilcoxon signed-rank test of the differences D_pert − D_orig of a table's cells: zero
+/// differences dropped, average ranks of |d| for ties, the normal approximation with tie and
+/// continuity corrections.
+struct SignedRankTest {
+  std::uint64_t differences = 0;  ///< n: the cells whose difference is not 0
+  double w_plus = 0.0;            ///< W+: the sum of the ranks of the positive differences
+  double z = 0.0;                 ///< (W+ − n(n + 1)/4 − ½·sign)/σ; NaN when n = 0
+  double p_value = 0.0;           ///< two-sided, erfc(|z|/√2); NaN when n = 0
+};
+
+/// The test of the differences masked − original of the same cells. Memory: one entry per distinct
+/// |difference|, never a copy of the cells.
+SignedRankTest signed_rank_test(std::span<const std::uint64_t> original, std::span<const std::uint64_t> masked);
+
+/// What the Shlomo & Young measures need beyond the two tables.
+struct ShlomoYoungOptions {
+  /// C′ of RAT and AT: the columns whose counts add up to N_k, each once; empty: every column (the
+  /// row total).
+  std::vector<std::size_t> total_columns;
+  /// The target column c of BVR; none: BVR is not computed (its figures are NaN).
+  std::optional<std::size_t> target_column;
+};
+
 struct ShlomoYoung {
   std::uint64_t rows = 0;                  ///< the grid's rows (combinations of the row variables)
   std::uint64_t columns = 0;               ///< cells per row, n_k (combinations of the column variables)
@@ -215,13 +246,40 @@ struct ShlomoYoung {
   std::uint64_t small_cells = 0;             ///< original count 1 or 2
   std::uint64_t small_cells_unchanged = 0;   ///< of those, the masked count is the same
   double small_cells_unchanged_percent = 0.0;
+  std::uint64_t total_columns = 0;            ///< |C′|: the columns of N_k
+  double relative_absolute_total = 0.0;       ///< RAT = Σ_k |N_pert − N_orig|/N_orig over rows with N_orig > 0
+  std::uint64_t zero_total_rows_skipped = 0;  ///< compared rows with N_orig = 0, left out of RAT
+  double absolute_total = 0.0;                ///< AT = Σ_k |N_pert − N_orig|/n_r
+  double between_variance_original = 0.0;     ///< BV = Σ_k (P^k(c) − P(c))²/(rows − 1); NaN without a target
+  double between_variance_masked = 0.0;
+  double between_variance_ratio = 0.0;               ///< BVR = BV_pert/BV_orig
+  std::uint64_t between_variance_rows_original = 0;  ///< rows with a positive total in the original
+  std::uint64_t between_variance_rows_masked = 0;
+  double likelihood_ratio_original = 0.0;  ///< L² = 2 Σ o ln(o/ê) of independence, ê = o_k. o_.c/n
+  double likelihood_ratio_masked = 0.0;
+  double likelihood_ratio = 0.0;  ///< LR = L²_pert/L²_orig
+  SignedRankTest bias;            ///< D_pert − D_orig over every cell
 };
 
 /// Finishing step: `original` and `masked` are rows × columns tables (row-major) of the two files.
 /// A figure a measure does not define (no columns to vary, a zero denominator) is NaN. Throws
-/// ParameterError when both tables are empty.
+/// ParameterError when both tables are empty or an option names a column outside the table (or one
+/// of C′ twice).
 ShlomoYoung shlomo_young_measures(std::span<const std::uint64_t> original, std::span<const std::uint64_t> masked,
-                                  std::size_t rows, std::size_t columns);
+                                  std::size_t rows, std::size_t columns, const ShlomoYoungOptions& options = {});
+
+// ---- §6: bias test of rounding ----
+
+/// H0 of base-3 random rounding: a cell is rounded to the nearer multiple with probability 2/3.
+inline constexpr double kRoundingNearerProbability = 2.0 / 3.0;
+
+/// The exact binomial test of `successes` in `trials` against P(success) = `probability`: the
+/// two-sided p-value Σ P(i) over the outcomes i with P(i) ≤ P(successes)·(1 + 10⁻⁷) (R's
+/// binom.test), at most 1; 1 when there are no trials. For rounded tables: the successes are the
+/// cells rounded to the nearer multiple. O(trials) time. Throws ParameterError when successes >
+/// trials or the probability is not in (0, 1).
+double exact_binomial_test(std::uint64_t successes, std::uint64_t trials,
+                           double probability = kRoundingNearerProbability);
 
 // ---- §6: suppressed cells ----
 

@@ -30,20 +30,31 @@ TEST(ACategoricalUtilityMpiRun, GivesEqualResultsForAnyRankAndThreadCount) {
   for (const auto& [ranks, threads] : std::vector<std::pair<int, int>>{{1, 1}, {1, 2}, {2, 1}, {3, 1}, {2, 2}}) {
     const std::string name = "utility-" + std::to_string(ranks) + "x" + std::to_string(threads);
     const auto report = (dir / (name + ".json")).string();
-    const auto result = run_sdc_mpi(
-        ranks, {"--threads", std::to_string(threads), "utility", "-i", census, "--masked", released, "--categorical",
-                "marstat,education,citizenship,sex", "--ordinal", "education", "--ctbil-order", "3", "--table-rows",
-                "nuts2", "--table-columns", "marstat,agegroup", "--report", report});
+    std::vector<std::string> args{"--threads", std::to_string(threads), "utility", "-i", census, "--masked", released};
+    args.insert(args.end(), {"--categorical", "marstat,education,citizenship,sex", "--ordinal", "education"});
+    args.insert(args.end(), {"--ctbil-order", "3", "--table-rows", "nuts2", "--table-columns", "marstat,agegroup"});
+    args.insert(args.end(), {"--table-target-column", "married/[30,35)", "--report", report});
+    const auto result = run_sdc_mpi(ranks, args);
     ASSERT_EQ(result.exit_code, 0) << ranks << " ranks, " << threads << " threads:\n" << result.err;
     EXPECT_EQ(validate_report(report), "");
     results.push_back(nlohmann::json::parse(read_text(report))["steps"][0]["results"]);
   }
   const auto& categorical = results.front()["categorical"];
+  const auto& table = categorical["table"];
   std::printf("CTBIL %s over %s tables (normalised %s); marstat EBIL %s, IL %s; table HD %s, RCV %s %%\n",
               categorical["ctbil"]["value"].dump().c_str(), categorical["ctbil"]["tables"].dump().c_str(),
               categorical["ctbil"]["normalised"].dump().c_str(), categorical["variables"][0]["ebil"].dump().c_str(),
-              categorical["variables"][0]["information_loss"].dump().c_str(), categorical["table"]["hd"].dump().c_str(),
-              categorical["table"]["rcv_percent"].dump().c_str());
+              categorical["variables"][0]["information_loss"].dump().c_str(), table["hd"].dump().c_str(),
+              table["rcv_percent"].dump().c_str());
+  std::printf("table RAT %s, AT %s, BVR %s, LR %s, Wilcoxon %s\n", table["rat"].dump().c_str(),
+              table["at"].dump().c_str(), table["bvr"].dump().c_str(), table["lr"].dump().c_str(),
+              table["wilcoxon"].dump().c_str());
+  // PRAM of marstat moves records between the columns of a row, never between rows: the row totals stay.
+  EXPECT_EQ(table["rat"], 0.0);
+  EXPECT_EQ(table["at"], 0.0);
+  EXPECT_TRUE(table["bvr"].is_number());
+  EXPECT_TRUE(table["lr"].is_number());
+  EXPECT_GT(table["wilcoxon"]["cells"].get<std::int64_t>(), 0);
   // 4 one-way, 6 two-way and 4 three-way tables; PRAM changed records, sex is untouched.
   EXPECT_EQ(categorical["ctbil"]["tables"], 14);
   EXPECT_GT(categorical["ctbil"]["value"].get<std::int64_t>(), 0);

@@ -180,6 +180,15 @@ TEST_F(ACategoricalUtility, ReproducesTheEbilAndCramersVOraclesWithTheContinuous
   EXPECT_EQ(table["rcv_percent"], 0.0);
   EXPECT_EQ(table["hd"], 0.0);
   EXPECT_EQ(table["rows_compared"], 2);
+  // An unchanged table: no total moves, L² is the same, no cell differs; no target column, no BVR.
+  EXPECT_EQ(table["rat"], 0.0);
+  EXPECT_EQ(table["at"], 0.0);
+  EXPECT_EQ(table["lr"], 1.0);
+  EXPECT_GT(table["l2_original"].get<double>(), 0.0);
+  EXPECT_EQ(table["wilcoxon"]["cells"], 0);
+  EXPECT_TRUE(table["wilcoxon"]["p_value"].is_null());
+  EXPECT_TRUE(table["bvr"].is_null());
+  EXPECT_TRUE(table["bv_rows_original"].is_null());
   // CTBIL of order 2 over e and r: e's one-way table, r's, and e x r.
   EXPECT_EQ(r["categorical"]["ctbil"]["tables"], 3);
   // The continuous part is there too.
@@ -192,6 +201,76 @@ TEST_F(ACategoricalUtility, ReproducesTheEbilAndCramersVOraclesWithTheContinuous
   const auto p = results()["categorical"]["variables"][0];
   EXPECT_NEAR(p["information_loss"].get<double>(), -180 * std::log(0.9) - 20 * std::log(0.1), 1e-10);
   EXPECT_NEAR(p["ebil"].get<double>(), 64.65561, 5e-6);
+}
+
+// utility.md §6's RAT, AT, BVR, LR and the signed-rank test from files: the table of
+// categorical_loss_test.cpp's GivesTheShlomoYoungTotalsVarianceAndLikelihoodRatiosOfATable, r × t,
+// original [[6, 4], [3, 7], [5, 5]] and masked [[5, 4], [4, 6], [5, 6]]: one record moves from (a, x)
+// to (b, x), one from (b, y) to (c, y). The grids' missing row and column hold no record and change
+// nothing. RAT = 1/10 + 0 + 1/10 = 0.2, AT = 2/3; BVR of column x = 0.0062463/0.0233333 = 0.267699;
+// L² = 1.914936 and 0.471654, LR = 0.246303; the cell differences −1, +1, −1, +1 all tie at rank
+// 2.5: W+ = 5 = n(n + 1)/4, z = 0, p = 1.
+TEST_F(ACategoricalUtility, ReportsTheTotalsBetweenRowVarianceLikelihoodRatioAndBiasTest) {
+  struct Records {
+    const char* original;
+    const char* masked;
+    int times;
+  };
+  const Records records[] = {{"a,x", "a,x", 5}, {"a,x", "b,x", 1}, {"a,y", "a,y", 4}, {"b,x", "b,x", 3},
+                             {"b,y", "b,y", 6}, {"b,y", "c,y", 1}, {"c,x", "c,x", 5}, {"c,y", "c,y", 5}};
+  std::string original = "r,t\n";
+  std::string masked = "r,t\n";
+  for (const Records& group : records) {
+    for (int i = 0; i < group.times; ++i) {
+      original += std::string(group.original) + "\n";
+      masked += std::string(group.masked) + "\n";
+    }
+  }
+  import("original", original);
+  import("masked", masked);
+  const auto result = utility("masked.h5", {"--table-rows", "r", "--table-columns", "t", "--table-target-column", "x"});
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  EXPECT_EQ(validate_report(dir_ / "r.json"), "");
+  const auto table = results()["categorical"]["table"];
+  std::printf("table: %s\n", table.dump().c_str());
+  EXPECT_EQ(table["rows_compared"], 3);
+  EXPECT_NEAR(table["rat"].get<double>(), 0.2, 1e-15);
+  EXPECT_EQ(table["rat_zero_rows_skipped"], 0);
+  EXPECT_NEAR(table["at"].get<double>(), 2.0 / 3.0, 1e-15);
+  EXPECT_NEAR(table["bv_original"].get<double>(), 7.0 / 300.0, 1e-15);
+  EXPECT_NEAR(table["bvr"].get<double>(), 0.267699, 5e-7);
+  EXPECT_EQ(table["bv_rows_original"], 3);
+  EXPECT_EQ(table["bv_rows_masked"], 3);
+  EXPECT_NEAR(table["l2_original"].get<double>(), 1.914936, 5e-7);
+  EXPECT_NEAR(table["l2_masked"].get<double>(), 0.471654, 5e-7);
+  EXPECT_NEAR(table["lr"].get<double>(), 0.246303, 5e-7);
+  EXPECT_EQ(table["wilcoxon"]["cells"], 4);
+  EXPECT_EQ(table["wilcoxon"]["w_plus"], 5.0);
+  EXPECT_EQ(table["wilcoxon"]["z"], 0.0);
+  EXPECT_EQ(table["wilcoxon"]["p_value"], 1.0);
+  EXPECT_EQ(nlohmann::json::parse(read_text(dir_ / "r.json"))["steps"][0]["parameters"]["table-target-column"], "x");
+
+  // Column y: P^k = 0.4, 0.7, 0.5 against 0.444444, 0.6, 0.545455 — the same gaps as column x, the same BVR.
+  ASSERT_EQ(utility("masked.h5", {"--table-rows", "r", "--table-columns", "t", "--table-target-column", "y"}).exit_code,
+            0);
+  EXPECT_NEAR(results()["categorical"]["table"]["bvr"].get<double>(), 0.267699, 5e-7);
+
+  // A label neither file has (exit 3), the wrong number of labels, a target without a table (exit 2).
+  std::filesystem::remove(dir_ / "r.json");
+  const auto before = dir_.entries();
+  const auto unknown =
+      utility("masked.h5", {"--table-rows", "r", "--table-columns", "t", "--table-target-column", "z"});
+  std::printf("exit %d: %s", unknown.exit_code, unknown.err.c_str());
+  EXPECT_EQ(unknown.exit_code, 3);
+  EXPECT_NE(unknown.err.find("--table-target-column: label 'z' is not a level of variable 't'"), std::string::npos)
+      << unknown.err;
+  const auto two = utility("masked.h5", {"--table-rows", "r", "--table-columns", "t", "--table-target-column", "x/y"});
+  std::printf("exit %d: %s", two.exit_code, two.err.c_str());
+  EXPECT_EQ(two.exit_code, 2);
+  EXPECT_NE(two.err.find("2 labels for 1 --table-columns variables"), std::string::npos) << two.err;
+  const auto alone = utility("masked.h5", {"--categorical", "r", "--table-target-column", "x"});
+  EXPECT_EQ(alone.exit_code, 2) << alone.err;
+  EXPECT_EQ(dir_.entries(), before);
 }
 
 // utility.md §3's Albany example as files: towns recoded to their state, matched by label.
@@ -224,8 +303,8 @@ TEST_F(ACategoricalUtility, MatchesARecodingByLabelAndRefusesToRankItsNewCategor
 TEST_F(ACategoricalUtility, RunsAsAJobStepWithTheCommandsResults) {
   import_transitions();
   const std::vector<std::string> flags{
-      "--categorical", "e,r", "--ordinal",    "e", "--ordinal-distance", "printed", "--pril-form", "printed",
-      "--ctbil-order", "2",   "--table-rows", "r", "--table-columns",    "t"};
+      "--categorical", "e,r", "--ordinal",    "e", "--ordinal-distance", "printed", "--pril-form",           "printed",
+      "--ctbil-order", "2",   "--table-rows", "r", "--table-columns",    "t",       "--table-target-column", "2"};
   const auto direct = utility("masked.h5", flags);
   ASSERT_EQ(direct.exit_code, 0) << direct.err;
   const auto expected = results();
@@ -245,13 +324,15 @@ TEST_F(ACategoricalUtility, RunsAsAJobStepWithTheCommandsResults) {
                  "    pril-form: printed\n"
                  "    ctbil-order: 2\n"
                  "    table-rows: [r]\n"
-                 "    table-columns: [t]\n");
+                 "    table-columns: [t]\n"
+                 "    table-target-column: '2'\n");
   const auto job = run_sdc({"run", (dir_ / "job.yaml").string(), "--input", (dir_ / "original.h5").string(), "--report",
                             (dir_ / "job.json").string()});
   ASSERT_EQ(job.exit_code, 0) << job.err;
   EXPECT_EQ(validate_report(dir_ / "job.json"), "");
   const auto step = nlohmann::json::parse(read_text(dir_ / "job.json"))["steps"][0];
   EXPECT_EQ(step["results"], expected);
+  EXPECT_FALSE(expected["categorical"]["table"]["bvr"].is_null());
   EXPECT_EQ(step["parameters"]["ordinal-distance"], "printed");
   EXPECT_EQ(step["results"]["categorical"]["ordinal_distance"], "printed");
   // Printed ordinal distance on two levels: a change is 2/2 away, an unchanged record 1/2.

@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstdio>
 #include <limits>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -314,6 +315,139 @@ TEST(ACategoricalLoss, GivesTheShlomoYoungMeasuresOfASmallTable) {
   EXPECT_DOUBLE_EQ(m.small_cells_unchanged_percent, 50.0);
 }
 
+// utility.md §6, RAT, AT, BVR and LR on one table, every figure worked by hand:
+//   original [[6, 4], [3, 7], [5, 5]]   row totals N_orig (10, 10, 10), column totals (14, 16), n = 30
+//   masked   [[5, 4], [4, 6], [5, 6]]   row totals N_pert ( 9, 10, 11), column totals (14, 16), n = 30
+TEST(ACategoricalLoss, GivesTheShlomoYoungTotalsVarianceAndLikelihoodRatiosOfATable) {
+  const std::vector<std::uint64_t> original{6, 4, 3, 7, 5, 5};
+  const std::vector<std::uint64_t> masked{5, 4, 4, 6, 5, 6};
+  ShlomoYoungOptions options;
+  options.target_column = 0;
+  const ShlomoYoung m = shlomo_young_measures(original, masked, 3, 2, options);
+  std::printf("RAT %.6f, AT %.6f, BV %.7f / %.7f, BVR %.6f, L2 %.6f / %.6f, LR %.6f\n", m.relative_absolute_total,
+              m.absolute_total, m.between_variance_original, m.between_variance_masked, m.between_variance_ratio,
+              m.likelihood_ratio_original, m.likelihood_ratio_masked, m.likelihood_ratio);
+  // C' = every column: RAT = |9 − 10|/10 + |10 − 10|/10 + |11 − 10|/10 = 0.2; AT = (1 + 0 + 1)/3.
+  EXPECT_EQ(m.total_columns, 2U);
+  EXPECT_NEAR(m.relative_absolute_total, 0.2, 1e-15);
+  EXPECT_EQ(m.zero_total_rows_skipped, 0U);
+  EXPECT_NEAR(m.absolute_total, 2.0 / 3.0, 1e-15);
+  // BVR of column 0. Original: P^k = 0.6, 0.3, 0.5, P = 14/30 = 7/15; gaps 2/15, −1/6, 1/30; squares
+  // 16/900 + 25/900 + 1/900 = 42/900; BV = 42/900/2 = 7/300 = 0.0233333.
+  // Masked: P^k = 5/9, 4/10, 5/11, P = 14/30 = 7/15; gaps 4/45, −1/15, −2/165; squares 16/2025 +
+  // 1/225 + 4/27225 = 0.00790123 + 0.00444444 + 0.00014692 = 0.0124926; BV = 0.0062463.
+  // BVR = 0.0062463/0.0233333 = 0.267699.
+  EXPECT_EQ(m.between_variance_rows_original, 3U);
+  EXPECT_EQ(m.between_variance_rows_masked, 3U);
+  EXPECT_NEAR(m.between_variance_original, 7.0 / 300.0, 1e-15);
+  EXPECT_NEAR(m.between_variance_masked, (16.0 / 2025 + 1.0 / 225 + 4.0 / 27225) / 2, 1e-15);
+  EXPECT_NEAR(m.between_variance_ratio, 0.267699, 5e-7);
+  // LR, ê = N_k·(column total)/30. Original ê = 10·14/30 = 4.666667 and 10·16/30 = 5.333333 in every
+  // row: Σ o ln(o/ê) = 6 ln(6/4.666667) + 4 ln(4/5.333333) + 3 ln(3/4.666667) + 7 ln(7/5.333333)
+  // + 5 ln(5/4.666667) + 5 ln(5/5.333333) = 1.507887 − 1.150728 − 1.325498 + 1.903536 + 0.344964
+  // − 0.322693 = 0.957468; L² = 1.914936. Masked ê = (4.2, 4.8), (4.666667, 5.333333), (5.133333,
+  // 5.866667): 0.871767 − 0.729286 − 0.616603 + 0.706698 − 0.131587 + 0.134837 = 0.235827;
+  // L² = 0.471654. LR = 0.471654/1.914936 = 0.246303.
+  EXPECT_NEAR(m.likelihood_ratio_original, 1.914936, 5e-7);
+  EXPECT_NEAR(m.likelihood_ratio_masked, 0.471654, 5e-7);
+  EXPECT_NEAR(m.likelihood_ratio, 0.246303, 5e-7);
+
+  // C' = column 1 only: N_orig = (4, 7, 5), N_pert = (4, 6, 6): RAT = 0 + 1/7 + 1/5 = 0.342857,
+  // AT = (0 + 1 + 1)/3. No target: BVR is not computed.
+  const ShlomoYoung group = shlomo_young_measures(original, masked, 3, 2, {{1}, std::nullopt});
+  EXPECT_EQ(group.total_columns, 1U);
+  EXPECT_NEAR(group.relative_absolute_total, 1.0 / 7 + 1.0 / 5, 1e-15);
+  EXPECT_NEAR(group.absolute_total, 2.0 / 3.0, 1e-15);
+  EXPECT_TRUE(std::isnan(group.between_variance_ratio));
+  EXPECT_EQ(group.likelihood_ratio, m.likelihood_ratio);  // the independence model uses every cell
+
+  // A row with N_orig = 0 is skipped by RAT and counted, but not by AT; a row without records in a file
+  // is no row of that file's BV. [[2, 2], [0, 0], [1, 3]] against [[2, 2], [1, 0], [2, 2]]: the compared
+  // rows are all three; RAT = 0/4 + (skipped) + 0/4 = 0, AT = (0 + 1 + 0)/3. Target column 0:
+  // original P^k = 0.5, 0.25 over two rows, P = 3/8: BV = (1/64 + 1/64)/1 = 1/32; masked P^k = 0.5, 1,
+  // 0.5 over three rows, P = 5/9: BV = (1/324 + 16/81 + 1/324)/2 = 66/648 = 0.101852; BVR = 3.259259.
+  const std::vector<std::uint64_t> sparse_original{2, 2, 0, 0, 1, 3};
+  const std::vector<std::uint64_t> sparse_masked{2, 2, 1, 0, 2, 2};
+  const ShlomoYoung sparse = shlomo_young_measures(sparse_original, sparse_masked, 3, 2, {{}, 0});
+  EXPECT_EQ(sparse.rows_compared, 3U);
+  EXPECT_EQ(sparse.relative_absolute_total, 0.0);
+  EXPECT_EQ(sparse.zero_total_rows_skipped, 1U);
+  EXPECT_NEAR(sparse.absolute_total, 1.0 / 3.0, 1e-15);
+  EXPECT_EQ(sparse.between_variance_rows_original, 2U);
+  EXPECT_EQ(sparse.between_variance_rows_masked, 3U);
+  EXPECT_NEAR(sparse.between_variance_original, 1.0 / 32, 1e-15);
+  EXPECT_NEAR(sparse.between_variance_masked, 66.0 / 648, 1e-15);
+  EXPECT_NEAR(sparse.between_variance_ratio, 3.259259, 5e-7);
+
+  // Columns outside the table, or one of C' twice.
+  EXPECT_THROW(shlomo_young_measures(original, masked, 3, 2, {{2}, std::nullopt}), ParameterError);
+  EXPECT_THROW(shlomo_young_measures(original, masked, 3, 2, {{1, 1}, std::nullopt}), ParameterError);
+  EXPECT_THROW(shlomo_young_measures(original, masked, 3, 2, {{}, 2}), ParameterError);
+}
+
+// utility.md §6's bias test for methods other than rounding, worked by hand. Differences masked −
+// original: +3, −1, +2, +2, 0, −4, +5, +1. The 0 is dropped: n = 7. |d| sorted 1, 1, 2, 2, 3, 4, 5 take
+// ranks 1.5, 1.5, 3.5, 3.5, 5, 6, 7. W+ = 5 + 3.5 + 3.5 + 7 + 1.5 = 20.5 (W− = 1.5 + 6 = 7.5).
+// E(W+) = 7·8/4 = 14; σ² = 7·8·15/24 − ((2³ − 2) + (2³ − 2))/48 = 35 − 0.25 = 34.75, σ = 5.894913;
+// z = (20.5 − 14 − 0.5)/5.894913 = 1.017827; p = erfc(1.017827/√2) = 0.308760 (R's wilcox.test(d,
+// exact = FALSE) prints V = 20.5, p-value = 0.3088).
+TEST(ACategoricalLoss, WilcoxonSignedRankOracleWithTiesAndAZeroDifference) {
+  const std::vector<std::uint64_t> original{0, 1, 0, 5, 4, 6, 0, 2};
+  const std::vector<std::uint64_t> masked{3, 0, 2, 7, 4, 2, 5, 3};
+  const SignedRankTest test = signed_rank_test(original, masked);
+  std::printf("n %llu, W+ %.1f, z %.6f, p %.6f\n", static_cast<unsigned long long>(test.differences), test.w_plus,
+              test.z, test.p_value);
+  EXPECT_EQ(test.differences, 7U);
+  EXPECT_EQ(test.w_plus, 20.5);
+  EXPECT_NEAR(test.z, 1.017827, 5e-7);
+  EXPECT_NEAR(test.p_value, 0.308760, 5e-7);
+  // The other direction: W+ = 7.5, the same |z| with the sign turned, the same p.
+  const SignedRankTest reverse = signed_rank_test(masked, original);
+  EXPECT_EQ(reverse.w_plus, 7.5);
+  EXPECT_NEAR(reverse.z, -1.017827, 5e-7);
+  EXPECT_EQ(reverse.p_value, test.p_value);
+  // The order of the cells changes nothing.
+  const std::vector<std::uint64_t> original_shuffled{2, 0, 6, 4, 5, 0, 1, 0};
+  const std::vector<std::uint64_t> masked_shuffled{3, 5, 2, 4, 7, 2, 0, 3};
+  const SignedRankTest shuffled = signed_rank_test(original_shuffled, masked_shuffled);
+  EXPECT_EQ(shuffled.w_plus, test.w_plus);
+  EXPECT_EQ(shuffled.z, test.z);
+  // W+ on its mean: no continuity correction, z = 0, p = 1. Nothing changed: not defined.
+  const std::vector<std::uint64_t> balanced_original{1, 2, 3, 4};
+  const std::vector<std::uint64_t> balanced_masked{2, 1, 3, 4};
+  const SignedRankTest balanced = signed_rank_test(balanced_original, balanced_masked);
+  EXPECT_EQ(balanced.differences, 2U);
+  EXPECT_EQ(balanced.z, 0.0);
+  EXPECT_EQ(balanced.p_value, 1.0);
+  EXPECT_TRUE(std::isnan(signed_rank_test(balanced_original, balanced_original).z));
+  // The measures of a table report the test of its cells.
+  const ShlomoYoung m = shlomo_young_measures(original, masked, 4, 2);
+  EXPECT_EQ(m.bias.w_plus, 20.5);
+  EXPECT_EQ(m.bias.p_value, test.p_value);
+}
+
+// utility.md §6's bias test of rounding, by hand. Under H0 p = 2/3, n = 3: P(0..3) = 1, 6, 12, 8 (/27).
+// k = 0: {0} → 1/27 = 0.037037; k = 1: {0, 1} → 7/27 = 0.259259; k = 3: {0, 1, 3} → 15/27 = 0.555556;
+// k = 2, the mode: every outcome → 1. n = 6: P(0..6) = 1, 12, 60, 160, 240, 192, 64 (/729); k = 2:
+// {0, 1, 2} → 73/729 = 0.100137; k = 6: {0, 1, 2, 6} → 137/729 = 0.187929. p = 1/2, n = 4, k = 0: the
+// two outcomes of probability 1/16, 0 and 4, both count (the slack of 1e-7) → 0.125.
+TEST(ACategoricalLoss, ExactBinomialTestOfRoundingDirectionsOracle) {
+  std::printf("n = 3: %.6f %.6f %.6f %.6f; n = 6: %.6f %.6f\n", exact_binomial_test(0, 3), exact_binomial_test(1, 3),
+              exact_binomial_test(2, 3), exact_binomial_test(3, 3), exact_binomial_test(2, 6),
+              exact_binomial_test(6, 6));
+  EXPECT_NEAR(exact_binomial_test(0, 3), 1.0 / 27, 1e-14);
+  EXPECT_NEAR(exact_binomial_test(1, 3), 7.0 / 27, 1e-14);
+  EXPECT_NEAR(exact_binomial_test(2, 3), 1.0, 1e-14);
+  EXPECT_NEAR(exact_binomial_test(3, 3), 15.0 / 27, 1e-14);
+  EXPECT_NEAR(exact_binomial_test(2, 6), 73.0 / 729, 1e-14);
+  EXPECT_NEAR(exact_binomial_test(6, 6), 137.0 / 729, 1e-14);
+  EXPECT_NEAR(exact_binomial_test(0, 4, 0.5), 0.125, 1e-14);
+  EXPECT_EQ(exact_binomial_test(0, 0), 1.0);
+  EXPECT_THROW(exact_binomial_test(4, 3), ParameterError);
+  EXPECT_THROW(exact_binomial_test(1, 3, 0.0), ParameterError);
+  EXPECT_THROW(exact_binomial_test(1, 3, 1.0), ParameterError);
+}
+
 // utility.md §9's sizes: 1 472 rows × 36 cells = 52 992 cells holding 317 064 persons. An unchanged
 // table loses nothing and keeps every small cell.
 TEST(ACategoricalLoss, FindsNoLossInAnUnchangedTableOfThePublishedSize) {
@@ -338,6 +472,12 @@ TEST(ACategoricalLoss, FindsNoLossInAnUnchangedTableOfThePublishedSize) {
   EXPECT_EQ(m.rank_distorted_columns, 0U);
   EXPECT_GT(m.small_cells, 0U);
   EXPECT_EQ(m.small_cells_unchanged_percent, 100.0);
+  EXPECT_EQ(m.relative_absolute_total, 0.0);
+  EXPECT_EQ(m.absolute_total, 0.0);
+  EXPECT_GT(m.likelihood_ratio_original, 0.0);
+  EXPECT_EQ(m.likelihood_ratio, 1.0);
+  EXPECT_EQ(m.bias.differences, 0U);  // no difference to rank: the test is not defined
+  EXPECT_TRUE(std::isnan(m.bias.p_value));
   EXPECT_THROW(shlomo_young_measures(std::vector<std::uint64_t>(4, 0), std::vector<std::uint64_t>(4, 0), 2, 2),
                ParameterError);
 }
