@@ -15,9 +15,14 @@
 
 #include "kernels/core/error.h"
 #include "kernels/swapping/taus88.h"
+#include "tests/kernels/support/correlation.h"
 
 namespace sdc::swapping {
 namespace {
+
+using testing::bivariate_normal;
+using testing::pearson;
+using testing::spearman;
 
 constexpr double kNan = std::numeric_limits<double>::quiet_NaN();
 
@@ -583,45 +588,6 @@ TEST(ARankSwap, GivesTheSameBitsScannedInSegmentsAsInOnePass) {
 
 // ---- the A oracle of docs/methods swapping.md §5: swap against shuffle ----
 
-/// n draws of (z1, ρ z1 + sqrt(1 − ρ²) z2), z standard normals from a fixed stream.
-std::vector<std::vector<double>> bivariate_normal(std::size_t n, double rho, std::uint64_t seed) {
-  std::mt19937_64 engine(seed);
-  std::vector<std::vector<double>> out(2, std::vector<double>(n));
-  for (std::size_t i = 0; i < n; ++i) {
-    const std::uint64_t a = engine();
-    const auto [z1, z2] = normal_pair_from_bits(a, engine());
-    out[0][i] = z1;
-    out[1][i] = rho * z1 + std::sqrt(1.0 - rho * rho) * z2;
-  }
-  return out;
-}
-
-double pearson(const std::vector<double>& a, const std::vector<double>& b) {
-  const auto n = static_cast<double>(a.size());
-  double mean_a = 0.0, mean_b = 0.0;
-  for (std::size_t i = 0; i < a.size(); ++i) {
-    mean_a += a[i] / n;
-    mean_b += b[i] / n;
-  }
-  double ab = 0.0, aa = 0.0, bb = 0.0;
-  for (std::size_t i = 0; i < a.size(); ++i) {
-    ab += (a[i] - mean_a) * (b[i] - mean_b);
-    aa += (a[i] - mean_a) * (a[i] - mean_a);
-    bb += (b[i] - mean_b) * (b[i] - mean_b);
-  }
-  return ab / std::sqrt(aa * bb);
-}
-
-/// Ranks 1…n of distinct values (continuous draws have no ties).
-std::vector<double> ranks_of(const std::vector<double>& values) {
-  std::vector<std::size_t> order(values.size());
-  for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
-  std::sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return values[a] < values[b]; });
-  std::vector<double> ranks(values.size());
-  for (std::size_t k = 0; k < order.size(); ++k) ranks[order[k]] = static_cast<double>(k + 1);
-  return ranks;
-}
-
 // Published (Muralidhar, Sarathy & Dandekar; n = 1 000, ρ = 0.5, 1 000 replications, windows of 10, 50
 // and 100 % of the records): mean change of the Spearman correlation −0.026 / −0.332 / −0.481, of the
 // Pearson −0.054 / −0.359 / −0.499; squared correlation original–masked 0.887 / ≈ 0.272 / ≈ 0.002;
@@ -642,9 +608,7 @@ TEST(ARankSwap, MatchesTheSwapVersusShuffleSimulation) {
         RankSwapDraws draws = RankSwapDraws::native(9000 + static_cast<std::uint64_t>(r), v);
         masked.push_back(swapped(data[v], window_only(windows[w], RankSwapMode::kNative), draws));
       }
-      spearman_change +=
-          (pearson(ranks_of(masked[0]), ranks_of(masked[1])) - pearson(ranks_of(data[0]), ranks_of(data[1]))) /
-          kReplications;
+      spearman_change += (spearman(masked[0], masked[1]) - spearman(data[0], data[1])) / kReplications;
       pearson_change += (pearson(masked[0], masked[1]) - pearson(data[0], data[1])) / kReplications;
       const double r1 = pearson(data[0], masked[0]), r2 = pearson(data[1], masked[1]);
       squared += (r1 * r1 + r2 * r2) / 2.0 / kReplications;
