@@ -72,6 +72,12 @@ CLI::Option* add_variable_list_option(CLI::App& app, const std::string& flag, st
   return app.add_option(flag, names, help)->delimiter(',')->allow_extra_args(false)->type_name(kVariableListType);
 }
 
+std::string join_list(const std::vector<std::string>& items, const char* separator) {
+  std::string out;
+  for (std::size_t i = 0; i < items.size(); ++i) out += (i == 0 ? "" : separator) + items[i];
+  return out;
+}
+
 std::vector<std::string> split_list(const std::string& text, char separator) {
   auto trim = [](const std::string& item) {
     const auto first = item.find_first_not_of(" \t");

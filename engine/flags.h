@@ -51,6 +51,9 @@ bool is_repeatable_list_option(const CLI::Option& option);
 /// gives a last, empty item (so that "a," is seen as naming an empty variable); "" gives none.
 std::vector<std::string> split_list(const std::string& text, char separator);
 
+/// The items joined by `separator`: "a,b" from {"a", "b"} and ",".
+std::string join_list(const std::vector<std::string>& items, const char* separator);
+
 /// One message for each variable named twice in a variable list of `app` or of its parsed
 /// subcommands ("--keys: variable 'lau2' is given twice"), after parsing: a repeated key would
 /// silently change results (SUDA2 would count its MSUs twice).

@@ -6,16 +6,6 @@
 #include "kernels/core/error.h"
 
 namespace sdc::engine {
-namespace {
-
-std::string join(const std::vector<std::string>& names, const char* separator) {
-  std::string out;
-  for (std::size_t i = 0; i < names.size(); ++i) out += (i == 0 ? "" : separator) + names[i];
-  return out;
-}
-
-}  // namespace
-
 std::string trimmed_model(const std::string& model) {
   const auto first = model.find_first_not_of(" \t");
   if (first == std::string::npos) return {};
@@ -48,7 +38,7 @@ std::vector<std::vector<std::size_t>> parse_loglinear_model(const std::string& f
       const auto it = std::find(names.begin(), names.end(), name);
       if (it == names.end())
         throw UsageError(flag + ": '" + name + "' in model '" + text + "' is not one of the variables of " +
-                         names_flag + " (" + join(names, ",") + ")");
+                         names_flag + " (" + join_list(names, ",") + ")");
       generator.push_back(static_cast<std::size_t>(it - names.begin()));
     }
     generators.push_back(std::move(generator));
@@ -61,9 +51,9 @@ std::string loglinear_model_formula(const LogLinearModelSpec& spec, const std::v
   for (const auto& generator : spec.generators) {
     std::vector<std::string> term;
     for (std::size_t j : generator) term.push_back(names[j]);
-    terms.push_back(join(term, "*"));
+    terms.push_back(join_list(term, "*"));
   }
-  return join(terms, "+");
+  return join_list(terms, "+");
 }
 
 void check_loglinear_model_cost(const std::string& flag, const LogLinearModelSpec& spec,

@@ -119,7 +119,7 @@ SortedSegment sample_sort(const Communicator& comm, std::vector<swapping::Sorted
     ByteReader in(bytes);
     in.get_span(std::span<swapping::SortedValue>(segment.values).subspan(old, count));
   }
-  if (comm.size() > 1) tbb::parallel_sort(segment.values.begin(), segment.values.end(), kSortedBefore);
+  tbb::parallel_sort(segment.values.begin(), segment.values.end(), kSortedBefore);
   const auto sizes = comm.all_gather(static_cast<std::int64_t>(segment.values.size()));
   for (int r = 0; r < comm.size(); ++r) {
     if (r < comm.rank()) segment.first += sizes[static_cast<std::size_t>(r)];
@@ -274,7 +274,6 @@ std::vector<double> swap_in_segments(const Communicator& comm, std::span<const d
     return static_cast<std::size_t>(it - homes.begin()) - 1;
   };
   std::vector<ByteWriter> back(static_cast<std::size_t>(comm.size()));
-  if (comm.size() == 1) back[0].reserve(segment.values.size() * (sizeof(std::int64_t) + sizeof(double)));
   for (std::size_t k = 0; k < segment.values.size(); ++k) {
     ByteWriter& out = back[home_of(segment.values[k].row_id)];
     out.put(segment.values[k].row_id);

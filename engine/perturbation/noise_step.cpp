@@ -18,10 +18,10 @@
 #include "distributed/collective_error.h"
 #include "distributed/compose/noise.h"
 #include "engine/checkpoint.h"
+#include "engine/compare/masked_input.h"
 #include "engine/report/run_report.h"
 #include "engine/report/small_counts.h"
 #include "engine/table_step.h"
-#include "io/hdf5_table.h"
 #include "io/seed.h"
 #include "kernels/core/error.h"
 #include "kernels/core/record_rng.h"
@@ -32,67 +32,6 @@ namespace {
 /// A clipped mass above this (in units of the original's variances) is more than rounding: the
 /// difference of the covariances was not positive semi-definite, and the report warns.
 constexpr double kClippedMassWarning = 1e-9;
-
-constexpr const char* kSameRecords = "--original holds the records of --input before masking, in the same order";
-
-/// Collective. `variables` of `original` over the rows of `input`'s part: InvalidInput when the files
-/// hold different numbers of records, when `original` lacks a variable or holds it with another type,
-/// and, where both files hold the input's first identifier variable, naming the first row id whose
-/// identifiers differ.
-Table read_original_part(const distributed::Communicator& comm, const TablePart& input,
-                         const std::filesystem::path& original, const std::vector<std::string>& variables) {
-  const io::Hdf5TableReader reader(original);
-  const io::FileSummary& summary = reader.summary();
-  const std::string input_path = input.summary.path.string();
-  if (summary.row_count != input.summary.row_count)
-    throw InvalidInput(original.string() + ": " + std::to_string(summary.row_count) + " records, the input '" +
-                       input_path + "' " + std::to_string(input.summary.row_count) + ": " + kSameRecords);
-  const auto find = [](const io::FileSummary& file, const std::string& name) -> const VariableInfo* {
-    for (const VariableInfo& variable : file.variables)
-      if (variable.name == name) return &variable;
-    return nullptr;
-  };
-  for (const std::string& name : variables) {
-    const VariableInfo* variable = find(summary, name);
-    if (variable == nullptr)
-      throw InvalidInput(original.string() + ": variable '" + name +
-                         "' not found: --original must hold every variable of --variables");
-    if (variable->type != VariableType::kContinuous)
-      throw InvalidInput(original.string() + ": variable '" + name + "' is " + std::string(to_string(variable->type)) +
-                         ", expected continuous: the noise restores the covariance of continuous variables");
-  }
-  std::optional<std::string> id;
-  for (const VariableInfo& variable : input.summary.variables) {
-    if (variable.role != VariableRole::kIdentifier || variable.type != VariableType::kId) continue;
-    const VariableInfo* other = find(summary, variable.name);
-    if (other != nullptr && other->type == VariableType::kId) {
-      id = variable.name;
-      break;
-    }
-  }
-  io::Hdf5ReadOptions read_options;
-  read_options.variables = variables;
-  if (id) read_options.variables.push_back(*id);
-  read_options.first_row = input.range.first;
-  read_options.row_count = input.range.count;
-  // Values the reader refuses may lie in one rank's rows only: every rank throws, none waits.
-  std::optional<Table> part;
-  distributed::agree_on_error(comm, [&] { part.emplace(reader.read(read_options)); });
-  if (!id) return std::move(*part);
-
-  const auto input_ids = input.table.require(*id, VariableType::kId).ids();
-  const auto original_ids = part->require(*id, VariableType::kId).ids();
-  std::optional<distributed::RowProblem> first;
-  for (std::size_t i = 0; i < input_ids.size(); ++i) {
-    if (input_ids[i] == original_ids[i]) continue;
-    const std::int64_t row = input.range.first + static_cast<std::int64_t>(i);
-    first = distributed::RowProblem{row, original.string() + ": row id " + std::to_string(row) + ": identifier '" +
-                                             *id + "' differs from the input '" + input_path + "': " + kSameRecords};
-    break;
-  }
-  distributed::throw_first_row_problem(comm, first);
-  return std::move(*part);
-}
 
 /// The largest |a_jk − b_jk| / sqrt(b_jj b_kk): unit-free, so that a variable of small scale counts as
 /// much as one of large scale (an entry whose variances are 0 counts its absolute difference).
@@ -146,7 +85,11 @@ class NoiseStepImpl final : public NoiseStep {
     std::optional<Table> original_part;
     std::optional<ContinuousColumns> original;
     if (restoring) {
-      original_part = read_original_part(comm, part, *options.original, options.variables);
+      original_part =
+          read_companion_part(comm, part, *options.original, options.variables, std::nullopt,
+                              {"the input", "--original holds the records of --input before masking, in the same order",
+                               VariableType::kContinuous, "--original must hold every variable of --variables",
+                               "the noise restores the covariance of continuous variables"});
       original.emplace(continuous_columns(*original_part, options.variables));
       distributed::agree_on_error(comm, [&] { require_complete(original->columns, "noise"); });
       clock.lap("original");

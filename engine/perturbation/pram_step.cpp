@@ -226,10 +226,6 @@ PramMatrix read_matrix_file(const std::filesystem::path& path, const VariableInf
   return matrix;
 }
 
-nlohmann::json number_or_null(double value) {
-  return std::isfinite(value) ? nlohmann::json(value) : nlohmann::json(nullptr);
-}
-
 nlohmann::json matrix_json(const PramMatrix& m) {
   if (m.rows() > kMaxPrintedCategories) return nullptr;
   nlohmann::json rows = nlohmann::json::array();

@@ -2,10 +2,16 @@
 
 #include <sys/resource.h>
 
+#include <cmath>
+
 #include "io/timestamp.h"
 #include "sdc/version.h"
 
 namespace sdc::engine {
+
+nlohmann::json number_or_null(double value) {
+  return std::isfinite(value) ? nlohmann::json(value) : nlohmann::json(nullptr);
+}
 
 double seconds_since(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();

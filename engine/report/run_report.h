@@ -17,6 +17,9 @@
 
 namespace sdc::engine {
 
+/// A JSON number, or null for NaN and the infinities, which JSON cannot hold.
+nlohmann::json number_or_null(double value);
+
 inline constexpr int kReportSchemaVersion = 1;
 
 struct StepRecord {

@@ -65,8 +65,6 @@ double alpha_of(double confidence) {
   return alpha;
 }
 
-nlohmann::json number_or_null(double x) { return std::isfinite(x) ? nlohmann::json(x) : nlohmann::json(nullptr); }
-
 /// Uniqueness-based statistics (the kernel's classification), and without weights also ER and the global
 /// risk: with r = 1/f, ER is the number of classes, which resampling biases as it biases the uniques.
 bool is_naive(BootstrappedStatistic statistic, bool weighted) {

@@ -48,8 +48,6 @@ VariableInfo continuous_variable(const std::string& name) {
   return variable;
 }
 
-nlohmann::json number_or_null(double x) { return std::isfinite(x) ? nlohmann::json(x) : nlohmann::json(nullptr); }
-
 nlohmann::json generator_names(const LogLinearModelSpec& spec, const std::vector<std::string>& key_names) {
   nlohmann::json out = nlohmann::json::array();
   for (const auto& generator : spec.generators) {

@@ -35,8 +35,6 @@ constexpr std::int64_t kMaxReplicates = 1000;
 constexpr const char* kDefaultModels = "independence;two-way";
 constexpr std::array<const char*, 4> kUtilities{"hellinger", "total-variation", "entropy", "loglinear"};
 
-nlohmann::json number_or_null(double x) { return std::isfinite(x) ? nlohmann::json(x) : nlohmann::json(nullptr); }
-
 std::filesystem::path beside(const std::filesystem::path& file, const char* suffix) {
   std::filesystem::path out = file;
   out.replace_extension();
@@ -56,12 +54,6 @@ struct CandidateSummary {
   double loglinear_utility = 0.0;
   bool on_frontier = false;
 };
-
-std::string joined(const std::vector<std::string>& names, const char* separator) {
-  std::string out;
-  for (std::size_t i = 0; i < names.size(); ++i) out += (i == 0 ? "" : separator) + names[i];
-  return out;
-}
 
 class KarrSanilStepImpl final : public KarrSanilStep {
  public:
@@ -90,8 +82,6 @@ class KarrSanilStepImpl final : public KarrSanilStep {
     const KeyColumns strata = key_columns(table, options.within);
     distributed::FrontierSettings settings = parsed.settings;
     settings.seed = seed.value;
-    for (const auto& model : parsed.models)
-      settings.models.push_back(parse_loglinear_model("--loglinear", model, options.variables, "--variables"));
     for (std::size_t m = 0; m < settings.models.size(); ++m) {
       LogLinearModelSpec spec;
       spec.level_counts = attributes.level_counts;
@@ -133,7 +123,8 @@ class KarrSanilStepImpl final : public KarrSanilStep {
       }
     }
 
-    step.results = results(context, evaluation, settings, candidates, frontier, chosen, chosen_replicate);
+    step.results =
+        results(context, evaluation, settings, parsed.models, candidates, frontier, chosen, chosen_replicate);
     const FrontierFiles files = frontier_files(options);
     if (comm.is_coordinator()) {
       io::write_file_atomically(files.table, frontier_table(candidates, settings), context.permissions);
@@ -164,8 +155,8 @@ class KarrSanilStepImpl final : public KarrSanilStep {
     if (comm.is_coordinator())
       spdlog::info("swap frontier: {} candidates x {} replicates, {} on the frontier{}", candidates.size(),
                    settings.replicates, frontier.size(),
-                   chosen ? fmt::format(", released swap of {} at rate {}", joined(candidates[*chosen].attributes, "+"),
-                                        candidates[*chosen].rate)
+                   chosen ? fmt::format(", released swap of {} at rate {}",
+                                        join_list(candidates[*chosen].attributes, "+"), candidates[*chosen].rate)
                           : std::string());
     finish_table_step(comm, report, options.input, opened, options.output, options.report);
   }
@@ -202,7 +193,7 @@ class KarrSanilStepImpl final : public KarrSanilStep {
       const auto it = std::find(options.variables.begin(), options.variables.end(), name);
       if (it == options.variables.end())
         throw UsageError("--swap-attributes: '" + name + "' is not one of --variables (" +
-                         joined(options.variables, ",") + ")");
+                         join_list(options.variables, ",") + ")");
       return static_cast<std::size_t>(it - options.variables.begin());
     };
     std::vector<std::vector<std::size_t>> sets;
@@ -269,6 +260,7 @@ class KarrSanilStepImpl final : public KarrSanilStep {
       for (const auto& model : split_list(options.loglinear.value_or(kDefaultModels), ';')) {
         if (trimmed_model(model).empty()) throw UsageError("--loglinear: an empty model");
         parsed.models.push_back(model);
+        parsed.settings.models.push_back(parse_loglinear_model("--loglinear", model, options.variables, "--variables"));
       }
     }
     return parsed;
@@ -317,9 +309,9 @@ class KarrSanilStepImpl final : public KarrSanilStep {
   }
 
   nlohmann::json results(const RunContext& context, const distributed::FrontierEvaluation& evaluation,
-                         const distributed::FrontierSettings& settings, const std::vector<CandidateSummary>& candidates,
-                         const std::vector<std::size_t>& frontier, std::optional<std::size_t> chosen,
-                         std::optional<std::uint32_t> chosen_replicate) const {
+                         const distributed::FrontierSettings& settings, const std::vector<std::string>& models,
+                         const std::vector<CandidateSummary>& candidates, const std::vector<std::size_t>& frontier,
+                         std::optional<std::size_t> chosen, std::optional<std::uint32_t> chosen_replicate) const {
     const std::int64_t min_count = context.report_min_count;
     nlohmann::json loglinear = nullptr;
     if (evaluation.baseline) {
@@ -329,7 +321,6 @@ class KarrSanilStepImpl final : public KarrSanilStep {
       if (evaluation.model_selection) {
         loglinear["selected_by"] = options.loglinear_select;
         nlohmann::json scores = nlohmann::json::array();
-        const auto models = split_list(options.loglinear.value_or(kDefaultModels), ';');
         for (std::size_t m = 0; m < evaluation.model_selection->candidates.size(); ++m) {
           const LogLinearScore& score = evaluation.model_selection->candidates[m];
           scores.push_back({{"model", trimmed_model(models[m])},
@@ -404,7 +395,7 @@ class KarrSanilStepImpl final : public KarrSanilStep {
     const auto number = [](double x) { return std::isfinite(x) ? fmt::format("{}", x) : std::string(); };
     for (std::size_t c = 0; c < candidates.size(); ++c) {
       const CandidateSummary& s = candidates[c];
-      csv += fmt::format("{},\"{}\",{},{},{},{},{},{},{},{},{}\n", c, joined(s.attributes, "+"), s.rate,
+      csv += fmt::format("{},\"{}\",{},{},{},{},{},{},{},{},{}\n", c, join_list(s.attributes, "+"), s.rate,
                          settings.replicates, number(s.risk), number(s.utility), number(s.hellinger),
                          number(s.total_variation), number(s.entropy_change), number(s.loglinear_utility),
                          s.on_frontier ? "true" : "false");

@@ -23,10 +23,6 @@
 namespace sdc::engine {
 namespace {
 
-nlohmann::json number_or_null(double value) {
-  return std::isfinite(value) ? nlohmann::json(value) : nlohmann::json(nullptr);
-}
-
 nlohmann::json numbers(const std::vector<double>& values) {
   nlohmann::json out = nlohmann::json::array();
   for (double value : values) out.push_back(number_or_null(value));

@@ -128,6 +128,10 @@ SwapSelection make_swap_selection(std::vector<SelectedRecord> records, std::size
       selection.levels.push_back(map[index]);
     }
     for (std::size_t j = 0; j < within_count; ++j) selection.levels.push_back(record.codes[table.attribute_count + j]);
+    const std::optional<std::size_t> cell = table.find(selection.attributes(selection.size() - 1));
+    if (!cell)
+      throw InvalidInput("swap selection: row id " + std::to_string(record.row_id) + " lies in no cell of the table");
+    selection.cells.push_back(static_cast<std::uint32_t>(*cell));
   }
   return selection;
 }
@@ -193,28 +197,29 @@ ReleaseEvaluation evaluate_release(const ReleaseTable& table, const SwapSelectio
   out.pairs = static_cast<std::int64_t>(pairs.size());
 
   std::vector<std::int32_t> swapped(m);
-  const auto add_record = [&](std::span<const std::int32_t> own, std::span<const std::int32_t> partner) {
+  const auto add_record = [&](std::uint32_t record, std::uint32_t partner_record) {
+    const auto own = selection.attributes(record);
+    const auto partner = selection.attributes(partner_record);
     std::copy(own.begin(), own.end(), swapped.begin());
     for (std::size_t j : swap_attributes) swapped[j] = partner[j];
-    const std::optional<std::size_t> from = table.find(own);
-    if (!from) throw InternalError("release evaluation: a selected record lies outside the table");
+    const std::size_t from = selection.cells[record];
     ++out.swapped_records;
     const bool changed = !std::equal(own.begin(), own.end(), swapped.begin());
     if (!changed) {
-      if (!options.unchanged_count_as_unswapped) ++swapped_out[*from];
+      if (!options.unchanged_count_as_unswapped) ++swapped_out[from];
       return;
     }
     ++out.changed_records;
-    ++swapped_out[*from];
-    --delta[*from];
+    ++swapped_out[from];
+    --delta[from];
     if (const std::optional<std::size_t> to = table.find(swapped))
       ++delta[*to];
     else
       new_cells.insert(new_cells.end(), swapped.begin(), swapped.end());
   };
   for (const auto& [a, b] : pairs) {
-    add_record(selection.attributes(a), selection.attributes(b));
-    add_record(selection.attributes(b), selection.attributes(a));
+    add_record(a, b);
+    add_record(b, a);
   }
 
   // New cells, sorted and counted.

@@ -67,6 +67,7 @@ struct SwapSelection {
   std::size_t within_count = 0;  ///< stratum codes after the attributes (the --within variables)
   std::vector<std::int64_t> row_ids;
   std::vector<std::int32_t> levels;  ///< per record: attribute levels (ReleaseTable), then stratum codes
+  std::vector<std::uint32_t> cells;  ///< per record: its cell of the table, found once for every candidate
 
   std::size_t size() const { return row_ids.size(); }
   std::span<const std::int32_t> attributes(std::size_t i) const {
