@@ -72,7 +72,8 @@ class JobPlanner {
         available.reset();
         continue;
       }
-      bool input_unknown = false;  // a bad 'from' (already a problem) leaves the step without input
+      bool input_unknown = false;                 // a bad 'from' (already a problem) leaves the step without input
+      OutputKind input_kind = OutputKind::kData;  // what 'from' feeds the step's input: data, or a table file
       std::vector<std::pair<std::string, std::filesystem::path>> other_sources;  // (input flag, file)
       for (const io::JobStep::From& from : step.from) {
         const bool has_key = std::any_of(step.settings.begin(), step.settings.end(),
@@ -92,11 +93,15 @@ class JobPlanner {
           source = job_.input;
           variables = job_input_variables;
         } else if (const auto it = outputs_by_step.find(from.source); it != outputs_by_step.end()) {
-          if (it->second.kind != OutputKind::kData) {
+          // A step's input may be a table file (the table steps'); its other inputs are data tables.
+          const bool readable =
+              it->second.kind == OutputKind::kData || (from.input == "input" && it->second.kind == OutputKind::kTable);
+          if (!readable) {
             problem(from.line, where + ": from: step '" + from.source + "' writes a " +
                                    std::string(to_string(it->second.kind)) + " file, not a data table");
             continue;
           }
+          if (from.input == "input") input_kind = it->second.kind;
           source = it->second.path;
           variables = it->second.variables;
         } else {
@@ -189,6 +194,9 @@ class JobPlanner {
           use.stage = static_cast<int>(i) + 1;
           path_uses_.push_back(std::move(use));
         }
+        if (!explicit_input && !input_unknown && has_flag("input") && parsed.step->input_kind() != input_kind)
+          problem(step.line, where + ": the step reads a " + std::string(to_string(parsed.step->input_kind())) +
+                                 " file: give 'from' naming an earlier step that writes one");
         if (parsed.step->needs_seed() && !job_.seed_file && std::getenv("SDC_SEED") == nullptr)
           problem(step.line, where +
                                  ": the step draws random numbers and needs a seed: give seed_file in the job, "

@@ -58,6 +58,8 @@ class Step {
   virtual bool needs_seed() const { return false; }
   /// The kind of the step's --output (what a later step may read from it).
   virtual OutputKind output_kind() const { return OutputKind::kData; }
+  /// The kind of file the step's --input must be: records (kData) or a table file (kTable).
+  virtual OutputKind input_kind() const { return OutputKind::kData; }
 };
 
 }  // namespace sdc::engine

@@ -87,6 +87,11 @@ std::string combine_content_digest(const FileSummary& summary,
     hash.update_u64(static_cast<std::uint64_t>(info.geography_level));
     hash.update_u64(info.levels.size());
     for (const std::string& label : info.levels) hash.update_field(label);
+    // Files of records have no hierarchy: their digests stay what they were before hierarchies existed.
+    if (!info.level_parents.empty()) {
+      hash.update_field("level_parents");
+      for (std::int32_t parent : info.level_parents) hash.update_u64(static_cast<std::uint64_t>(parent));
+    }
     SDC_CHECK(block_digests[v].size() == blocks, "a digest for every block of '" + info.name + "'");
     for (const std::string& digest : block_digests[v]) hash.update(digest);
   }

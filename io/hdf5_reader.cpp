@@ -331,6 +331,19 @@ struct Hdf5TableReader::Impl {
     return value;
   }
 
+  std::optional<std::vector<std::int32_t>> read_int32s(hid_t object, const char* name,
+                                                       std::string_view variable) const {
+    const hdf5::Attribute attribute = open_attribute(object, name, variable);
+    if (!attribute.valid()) return std::nullopt;
+    const hdf5::Datatype type(H5Aget_type(attribute.get()));
+    if (H5Tget_class(type.get()) != H5T_INTEGER)
+      invalid(variable, attribute_label(name, variable) + " is not an integer");
+    std::vector<std::int32_t> values(attribute_count(attribute.get(), name, variable, true));
+    if (!values.empty() && H5Aread(attribute.get(), H5T_NATIVE_INT32, values.data()) < 0)
+      invalid_with_detail(variable, attribute_label(name, variable) + " cannot be read");
+    return values;
+  }
+
   std::optional<std::int64_t> read_integer(hid_t object, const char* name, std::string_view variable) const {
     return read_number<std::int64_t>(object, name, variable, H5T_INTEGER, H5T_NATIVE_INT64);
   }
@@ -396,6 +409,7 @@ struct Hdf5TableReader::Impl {
     auto levels = read_strings(dataset, kAttrLevels, name, true);
     if (info.type == VariableType::kCategorical) {
       info.levels = required(std::move(levels), kAttrLevels, name);
+      if (auto parents = read_int32s(dataset, kAttrLevelParents, name)) info.level_parents = std::move(*parents);
       const auto missing = required(read_integer(dataset, kAttrMissingCode, name), kAttrMissingCode, name);
       if (missing != kMissingCode)
         invalid(name,

@@ -64,6 +64,15 @@ bool write_strings_attribute(hid_t object, const char* name, const std::vector<s
   return H5Awrite(attribute.get(), type.get(), pointers.data()) >= 0 && attribute.close();
 }
 
+bool write_int32s_attribute(hid_t object, const char* name, const std::vector<std::int32_t>& values) {
+  const hsize_t count = values.size();
+  hdf5::Dataspace space(H5Screate_simple(1, &count, nullptr));
+  if (!space.valid()) return false;
+  hdf5::Attribute attribute(H5Acreate2(object, name, H5T_STD_I32LE, space.get(), H5P_DEFAULT, H5P_DEFAULT));
+  return attribute.valid() && (values.empty() || H5Awrite(attribute.get(), H5T_NATIVE_INT32, values.data()) >= 0) &&
+         attribute.close();
+}
+
 }  // namespace
 
 /// Per variable, its chunks in row order, each stored as it goes to H5Dwrite_chunk.
@@ -364,6 +373,8 @@ class TableWriter {
       const std::int32_t missing = kMissingCode;
       ok = ok && write_strings_attribute(dataset, kAttrLevels, info.levels) &&
            write_attribute(dataset, kAttrMissingCode, H5T_STD_I32LE, H5T_NATIVE_INT32, &missing);
+      if (!info.level_parents.empty())
+        ok = ok && write_int32s_attribute(dataset, kAttrLevelParents, info.level_parents);
     } else if (info.type == VariableType::kContinuous) {
       const double missing = std::numeric_limits<double>::quiet_NaN();
       ok = ok && write_attribute(dataset, kAttrMissingCode, H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, &missing);

@@ -55,6 +55,21 @@ enum class StepId : std::uint64_t {
   /// Karr–Sanil data swapping (kernels/swapping/karr_sanil.h): a record's selection key in a replicate
   /// (unit = row id; replicate = the replicate's index).
   kKarrSanilSelection = 20,
+  /// Cell key method (kernels/tables/cell_key.h, docs/methods cellkey.md §1): a record's native key
+  /// (unit = row id; draw 0); the native zero_row's key of an empty cell (unit = cell index; draw 1).
+  kCellKeyRecordKey = 21,
+  /// Heer's bootstrap of a frequency table (kernels/tables/resampling.h): a node's binomial split (unit =
+  /// tree node id; draw = the sampler's block; replicate = the table's bootstrap index m; attempt =
+  /// regeneration); the exact-disclosure study's trials (unit = trial; draw = 2^62 or 2^63 + generation).
+  kTableBootstrap = 22,
+  /// Cell-oriented binomial perturbation of a frequency table (kernels/tables/resampling.h): a cell's
+  /// binomial draw (unit = cell id; attempt = redraw); the compensation's hypergeometric splits (unit = tree
+  /// node; draw = 1; replicate = 2^63 + slice; attempt = the sampler's block); the study's trials as above.
+  kTableCellPerturbation = 23,
+  /// Synthetic table-protection instances (kernels/tables/instance_generator.h): a leaf cell's emptiness,
+  /// count and contributions (unit = cell column; draw 0, 1, 2 + j/4), a random tree's branching (unit =
+  /// breadth-first node id; draw = 2^63 + the dimension's stream).
+  kTableInstance = 24,
 };
 
 /// The four counter words. `unit` is a global id: record (row id), household, cell or tree node.

@@ -38,6 +38,25 @@ std::string join_names(const Table& table) {
   return out;
 }
 
+/// What is wrong with a categorical variable's hierarchy: a parent list of another length, a parent
+/// outside the codes, or a code that is its own ancestor.
+std::optional<std::string> level_parents_problem(const VariableInfo& info) {
+  const auto& parents = info.level_parents;
+  if (parents.empty()) return std::nullopt;
+  const auto levels = static_cast<std::int64_t>(info.levels.size());
+  if (static_cast<std::int64_t>(parents.size()) != levels)
+    return "the hierarchy has " + std::to_string(parents.size()) + " parents for " + std::to_string(levels) + " levels";
+  for (std::size_t code = 0; code < parents.size(); ++code)
+    if (parents[code] < -1 || parents[code] >= levels)
+      return "the parent of level '" + info.levels[code] + "' is outside the levels";
+  for (std::size_t code = 0; code < parents.size(); ++code) {
+    std::int32_t p = parents[code];
+    for (std::int64_t steps = 0; p >= 0; ++steps, p = parents[static_cast<std::size_t>(p)])
+      if (steps >= levels) return "level '" + info.levels[code] + "' is its own ancestor in the hierarchy";
+  }
+  return std::nullopt;
+}
+
 std::string prefix(const Table& table) { return table.source().empty() ? std::string() : table.source() + ": "; }
 
 std::string row_context(const Table& table, const Column& column, std::size_t index) {
@@ -114,12 +133,14 @@ Column Column::categorical(VariableInfo info, std::vector<std::int32_t> codes) {
 Column Column::continuous(VariableInfo info, std::vector<double> values) {
   info.type = VariableType::kContinuous;
   info.levels.clear();
+  info.level_parents.clear();
   return Column(std::move(info), std::move(values));
 }
 
 Column Column::id(VariableInfo info, std::vector<std::int64_t> ids) {
   info.type = VariableType::kId;
   info.levels.clear();
+  info.level_parents.clear();
   return Column(std::move(info), std::move(ids));
 }
 
@@ -131,10 +152,12 @@ Column Column::of(VariableInfo info, Storage values) {
     case 1:
       info.type = VariableType::kContinuous;
       info.levels.clear();
+      info.level_parents.clear();
       break;
     default:
       info.type = VariableType::kId;
       info.levels.clear();
+      info.level_parents.clear();
       break;
   }
   return Column(std::move(info), std::move(values));
@@ -262,6 +285,8 @@ void validate_table(const Table& table) {
         const std::set<std::string_view> distinct(info.levels.begin(), info.levels.end());
         if (distinct.size() != info.levels.size())
           throw InvalidInput(prefix(table) + "variable '" + info.name + "': level labels are not distinct");
+        if (const auto problem = level_parents_problem(info))
+          throw InvalidInput(prefix(table) + "variable '" + info.name + "': " + *problem);
         break;
       }
       case VariableType::kContinuous: {

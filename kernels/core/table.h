@@ -54,6 +54,9 @@ struct VariableInfo {
   VariableRole role = VariableRole::kOther;
   int geography_level = 0;          ///< 1..L when role is kGeography, else 0
   std::vector<std::string> levels;  ///< labels of the codes 0..L-1; categorical only
+  /// A hierarchy of the codes (a table's dimension, docs/tables.md): the parent code of each code, -1
+  /// for a top code. Empty when the codes are flat, as in every file of records.
+  std::vector<std::int32_t> level_parents;
 };
 
 /// One variable with its values. Owns its storage.
