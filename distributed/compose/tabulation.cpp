@@ -64,8 +64,7 @@ tables::CellTable distributed_tabulation(const Communicator& comm,
     const auto received = comm.all_to_all_bytes(send);
     if (rank % (2 * step) == 0 && rank + step < ranks) {
       ByteReader in(received[static_cast<std::size_t>(rank + step)]);
-      const tables::CellTable from = get_cells(in, table.sizes);
-      tables::merge_cell_tables(table, from, options);
+      tables::merge_cell_tables(table, get_cells(in, table.sizes), options);
     }
   }
   if (comm.is_coordinator()) tables::add_margins(table, dimensions, options);

@@ -27,28 +27,6 @@ __extension__ using UnsignedWide = unsigned __int128;
 
 constexpr std::uint64_t kMultinomialDrawTag = std::uint64_t{1} << 63;
 
-/// Consecutive words of the Philox blocks of counters (unit, draw + i, replicate, attempt), i = 0, 1, ...
-class WordStream {
- public:
-  WordStream(const RecordRng& rng, const DrawCounter& base) : rng_(rng), counter_(base) {}
-
-  std::uint64_t next_word() {
-    if (used_ == block_.size()) {
-      block_ = rng_.bits(counter_);
-      ++counter_.draw;
-      used_ = 0;
-    }
-    return block_[used_++];
-  }
-  double next_uniform() { return RecordRng::uniform_from_bits(next_word()); }
-
- private:
-  const RecordRng& rng_;
-  DrawCounter counter_;
-  RecordRng::Block block_{};
-  std::size_t used_ = 4;
-};
-
 // ln k! below kLogFactorialTableSize by summing logs (error a few ulps), Stirling's series above.
 constexpr std::uint64_t kLogFactorialTableSize = 20;
 
@@ -87,7 +65,7 @@ double integer_power(double base, std::uint64_t exponent) {
 }
 
 // Inversion by sequential search; p <= 1/2 and n·p < 10, so (1 - p)^n >= e^-20 and the search is short.
-std::uint64_t binomial_inversion(WordStream& stream, std::uint64_t n, double p) {
+std::uint64_t binomial_inversion(CounterWords& stream, std::uint64_t n, double p) {
   const double q = 1.0 - p;
   const double ratio = p / q;
   double probability = integer_power(q, n);
@@ -104,7 +82,7 @@ std::uint64_t binomial_inversion(WordStream& stream, std::uint64_t n, double p) 
 }
 
 // Hörmann (1993), algorithm BTRS; p <= 1/2 and n·p >= 10.
-std::uint64_t binomial_btrs(WordStream& stream, std::uint64_t trials, double p) {
+std::uint64_t binomial_btrs(CounterWords& stream, std::uint64_t trials, double p) {
   const double n = static_cast<double>(trials);
   const double q = 1.0 - p;
   const double spq = std::sqrt(n * p * q);
@@ -131,7 +109,7 @@ std::uint64_t binomial_btrs(WordStream& stream, std::uint64_t trials, double p) 
   }
 }
 
-std::uint64_t binomial_from_stream(WordStream& stream, std::uint64_t trials, double p) {
+std::uint64_t binomial_from_stream(CounterWords& stream, std::uint64_t trials, double p) {
   if (trials == 0 || !(p > 0.0)) return 0;
   if (p >= 1.0) return trials;
   const bool complement = p > 0.5;
@@ -151,8 +129,8 @@ struct StratumTree {
 
   std::uint64_t leaf_start(std::uint64_t leaf) const { return std::min(leaf * kMultinomialLeafUnits, unit_count); }
 
-  WordStream stream(std::uint64_t node) const {
-    return WordStream(rng, DrawCounter{node, kMultinomialDrawTag | (stratum << 32U), replicate, 0});
+  CounterWords stream(std::uint64_t node) const {
+    return CounterWords(rng, DrawCounter{node, kMultinomialDrawTag | (stratum << 32U), replicate, 0});
   }
 
   /// Writes the multiplicities of `units` (ascending, distinct, all inside the node) to `out`.
@@ -170,7 +148,7 @@ struct StratumTree {
     const std::uint64_t leaf_mid = leaf_lo + (leaf_hi - leaf_lo + 1) / 2;
     const std::uint64_t node_units = leaf_start(leaf_hi) - leaf_start(leaf_lo);
     const std::uint64_t left_units = leaf_start(leaf_mid) - leaf_start(leaf_lo);
-    WordStream words = stream(node);
+    CounterWords words = stream(node);
     const std::uint64_t left_draws =
         binomial_from_stream(words, draws, static_cast<double>(left_units) / static_cast<double>(node_units));
     const std::uint64_t boundary = first_unit + leaf_start(leaf_mid);
@@ -184,7 +162,7 @@ struct StratumTree {
     const std::uint64_t start = leaf_start(leaf);
     const std::uint64_t size = leaf_start(leaf + 1) - start;
     std::array<std::uint32_t, kMultinomialLeafUnits> counts{};
-    WordStream words = stream(node);
+    CounterWords words = stream(node);
     for (std::uint64_t d = 0; d < draws; ++d) {
       const auto product = static_cast<UnsignedWide>(words.next_word()) * size;
       ++counts[static_cast<std::size_t>(product >> 64U)];
@@ -225,7 +203,7 @@ std::uint32_t poisson1_from_bits(std::uint64_t bits) {
 }
 
 std::uint64_t binomial_draw(const RecordRng& rng, const DrawCounter& base, std::uint64_t trials, double p) {
-  WordStream stream(rng, base);
+  CounterWords stream(rng, base);
   return binomial_from_stream(stream, trials, p);
 }
 

@@ -95,6 +95,33 @@ void fill_multiplicities(const ReplicateDesign& design, std::uint64_t first_repl
 /// One Poisson(1) multiplicity from 64 random bits (the top 53 are used).
 std::uint32_t poisson1_from_bits(std::uint64_t bits);
 
+/// Consecutive words of the Philox blocks of `base`, `base` with one counter word (`advancing`: draw,
+/// or attempt for a sampler whose draw word is taken) raised by 1, by 2, ...: the words of a draw that
+/// needs an unknown number of them (rejection samplers).
+class CounterWords {
+ public:
+  CounterWords(const RecordRng& rng, const DrawCounter& base,
+               std::uint64_t DrawCounter::*advancing = &DrawCounter::draw)
+      : rng_(rng), counter_(base), advancing_(advancing) {}
+
+  std::uint64_t next_word() {
+    if (used_ == block_.size()) {
+      block_ = rng_.bits(counter_);
+      ++(counter_.*advancing_);
+      used_ = 0;
+    }
+    return block_[used_++];
+  }
+  double next_uniform() { return RecordRng::uniform_from_bits(next_word()); }
+
+ private:
+  const RecordRng& rng_;
+  DrawCounter counter_;
+  std::uint64_t DrawCounter::*advancing_;
+  RecordRng::Block block_{};
+  std::size_t used_ = 4;
+};
+
 /// Binomial(trials, p) drawn from the uniforms of counters (base.unit, base.draw + i, base.replicate,
 /// base.attempt), i = 0, 1, ..., four words per counter. p in [0, 1], trials < 2^53.
 std::uint64_t binomial_draw(const RecordRng& rng, const DrawCounter& base, std::uint64_t trials, double p);

@@ -205,33 +205,11 @@ double log_factorial_difference(std::uint64_t a, std::uint64_t b) {
 
 // ---- hypergeometric sampler ---------------------------------------------------------------------------
 
-/// Consecutive words of the blocks of counters (unit, draw, replicate, attempt + i), i = 0, 1, ...
-class AttemptWords {
- public:
-  AttemptWords(const RecordRng& rng, const DrawCounter& base) : rng_(rng), counter_(base) {}
-
-  std::uint64_t next_word() {
-    if (used_ == block_.size()) {
-      block_ = rng_.bits(counter_);
-      ++counter_.attempt;
-      used_ = 0;
-    }
-    return block_[used_++];
-  }
-  double next_uniform() { return RecordRng::uniform_from_bits(next_word()); }
-
- private:
-  const RecordRng& rng_;
-  DrawCounter counter_;
-  RecordRng::Block block_{};
-  std::size_t used_ = 4;
-};
-
 constexpr std::uint64_t kInversionSupport = 10;
 
 /// Inversion by sequential search from 0 with the ratio recurrence of the probability function; draws
 /// k <= W/2 from W with A <= W/2 successes and min(k, A) < kInversionSupport, so P(0) >= 2^-10.
-std::uint64_t hypergeometric_inversion(AttemptWords& words, std::uint64_t k, std::uint64_t A, std::uint64_t W) {
+std::uint64_t hypergeometric_inversion(CounterWords& words, std::uint64_t k, std::uint64_t A, std::uint64_t W) {
   const std::uint64_t support = std::min(k, A);
   const std::uint64_t other = std::max(k, A);
   // P(0) = C(W − A, k) / C(W, k) = Π_{i < min(k, A)} (W − max(k, A) − i) / (W − i): symmetric in k and A.
@@ -254,7 +232,7 @@ std::uint64_t hypergeometric_inversion(AttemptWords& words, std::uint64_t k, std
 /// HRUA (Stadlober 1989) for k <= W/2 draws from W with A <= W/2 successes. The ratio-of-uniforms hat
 /// with h = 2·sqrt(2/e)·c + 3 − 2·sqrt(3/e) around the exact mode covers every point of the (log-concave)
 /// distribution, so accepting on 2 ln U <= ln f(K) − ln f(mode) is exact; the support is not truncated.
-std::uint64_t hypergeometric_hrua(AttemptWords& words, std::uint64_t k, std::uint64_t A, std::uint64_t W) {
+std::uint64_t hypergeometric_hrua(CounterWords& words, std::uint64_t k, std::uint64_t A, std::uint64_t W) {
   constexpr double kD1 = 1.7155277699214135;  // 2·sqrt(2/e)
   constexpr double kD2 = 0.8989161620588988;  // 3 − 2·sqrt(3/e)
   const double population = static_cast<double>(W);
@@ -666,7 +644,7 @@ std::int64_t hypergeometric_draw(const RecordRng& rng, const DrawCounter& base, 
   const auto original_successes = static_cast<std::uint64_t>(successes);
   const std::uint64_t k = std::min(original_draws, W - original_draws);
   const std::uint64_t A = std::min(original_successes, W - original_successes);
-  AttemptWords words(rng, base);
+  CounterWords words(rng, base, &DrawCounter::attempt);
   std::uint64_t y = std::min(k, A) < kInversionSupport ? hypergeometric_inversion(words, k, A, W)
                                                        : hypergeometric_hrua(words, k, A, W);
   if (A != original_successes) y = k - y;

@@ -39,27 +39,6 @@ std::vector<std::uint64_t> strides_of(std::span<const std::int64_t> sizes) {
   return strides;
 }
 
-/// Merges two runs of cells sorted by index, with no index in both.
-void merge_disjoint(CellTable& table, std::vector<std::uint64_t> cells, std::vector<CellSummary> summaries) {
-  std::vector<std::uint64_t> merged_cells;
-  std::vector<CellSummary> merged;
-  merged_cells.reserve(table.cells.size() + cells.size());
-  merged.reserve(table.cells.size() + cells.size());
-  std::size_t i = 0;
-  std::size_t j = 0;
-  while (i < table.cells.size() || j < cells.size()) {
-    if (j == cells.size() || (i < table.cells.size() && table.cells[i] < cells[j])) {
-      merged_cells.push_back(table.cells[i]);
-      merged.push_back(std::move(table.summaries[i++]));
-    } else {
-      merged_cells.push_back(cells[j]);
-      merged.push_back(std::move(summaries[j++]));
-    }
-  }
-  table.cells = std::move(merged_cells);
-  table.summaries = std::move(merged);
-}
-
 }  // namespace
 
 bool cell_space_within(std::span<const std::int64_t> sizes, std::uint64_t limit) {
@@ -179,7 +158,7 @@ CellTable tabulate_leaves(std::span<const TabulationDimension> dimensions, const
   return table;
 }
 
-void merge_cell_tables(CellTable& into, const CellTable& from, const TabulationOptions& options) {
+void merge_cell_tables(CellTable& into, CellTable from, const TabulationOptions& options) {
   SDC_CHECK(into.sizes == from.sizes, "merged tables have the same dimensions");
   std::vector<std::uint64_t> cells;
   std::vector<CellSummary> summaries;
@@ -193,7 +172,7 @@ void merge_cell_tables(CellTable& into, const CellTable& from, const TabulationO
       summaries.push_back(std::move(into.summaries[i++]));
     } else if (i == into.cells.size() || from.cells[j] < into.cells[i]) {
       cells.push_back(from.cells[j]);
-      summaries.push_back(from.summaries[j++]);
+      summaries.push_back(std::move(from.summaries[j++]));
     } else {
       cells.push_back(into.cells[i]);
       summaries.push_back(std::move(into.summaries[i++]));
@@ -250,7 +229,7 @@ void add_margins(CellTable& table, std::span<const TabulationDimension> dimensio
           merge_summary(summaries[g], table.summaries[emitted[e].second], options);
       }
     });
-    merge_disjoint(table, std::move(cells), std::move(summaries));
+    merge_cell_tables(table, CellTable{table.sizes, std::move(cells), std::move(summaries)}, options);
   }
 }
 

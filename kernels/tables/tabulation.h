@@ -73,7 +73,7 @@ bool cell_space_within(std::span<const std::int64_t> sizes, std::uint64_t limit)
 CellTable tabulate_leaves(std::span<const TabulationDimension> dimensions, const TabulationOptions& options);
 
 /// Merge: `from`'s cells into `into` (the same sizes), in any order with the same result.
-void merge_cell_tables(CellTable& into, const CellTable& from, const TabulationOptions& options);
+void merge_cell_tables(CellTable& into, CellTable from, const TabulationOptions& options);
 
 /// Adds every subtotal and total cell: dimension by dimension, each cell's summary goes to the cells
 /// with that dimension's position replaced by each of its ancestors. Parallel over cells.
