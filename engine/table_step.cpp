@@ -133,13 +133,15 @@ void write_table_step_output(const distributed::Communicator& comm, const std::f
 bool finish_resumed_step(const distributed::Communicator& comm, bool resume, RunReport& report, StepRecord& step,
                          StepTimer& timer, const std::filesystem::path& input, const OpenedTable& opened,
                          const std::filesystem::path& output, const std::optional<std::filesystem::path>& report_path,
-                         OutputRelease release) {
+                         OutputRelease release, OutputKind output_kind) {
   auto earlier = resumable_step_results(comm, resume, output, opened.fingerprint);
   if (!earlier) return false;
   timer.stop();
   record_resumed_step(step, std::move(*earlier));
   if (release == OutputRelease::kMasked) report.add_output(checkpoint_path(output), OutputKind::kCheckpoint);
-  finish_table_step(comm, report, input, opened, output, report_path);
+  if (output_kind != OutputKind::kData) report.add_output(output, output_kind);
+  finish_table_step(comm, report, input, opened, output_kind == OutputKind::kData ? output : std::filesystem::path{},
+                    report_path);
   return true;
 }
 

@@ -123,12 +123,13 @@ OpenedTable open_table_step(const distributed::Communicator& comm, const RunCont
                             const std::vector<NamedInput>& other_inputs = {});
 
 /// Collective. With `resume` and a complete earlier run of this step at `output` (the same
-/// fingerprint): records the earlier results in `step`, the output (and a masked output's checkpoint)
-/// in `report`, writes the report, and returns true: the step is done. Otherwise returns false.
+/// fingerprint): records the earlier results in `step`, the output as `output_kind` (and a masked
+/// output's checkpoint) in `report`, writes the report, and returns true: the step is done. Otherwise
+/// returns false.
 bool finish_resumed_step(const distributed::Communicator& comm, bool resume, RunReport& report, StepRecord& step,
                          StepTimer& timer, const std::filesystem::path& input, const OpenedTable& opened,
                          const std::filesystem::path& output, const std::optional<std::filesystem::path>& report_path,
-                         OutputRelease release);
+                         OutputRelease release, OutputKind output_kind = OutputKind::kData);
 
 /// Collective. Writes the step's output (write_partitioned): the input's variables in their order, with
 /// the values of `changed` ones (modified in place by the step) as they are now, less any that `added`

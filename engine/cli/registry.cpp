@@ -16,6 +16,7 @@ std::vector<std::unique_ptr<Command>> make_commands() {
   commands.push_back(make_linkage_command());
   commands.push_back(make_utility_command());
   commands.push_back(make_table_command());
+  commands.push_back(make_perturb_table_command());
   commands.push_back(make_run_command());
   return commands;
 }

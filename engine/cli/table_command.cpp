@@ -2,6 +2,7 @@
 // `table` groups the steps that make tables; each subcommand is one step.
 
 #include "engine/cli/commands.h"
+#include "engine/tables/instance_step.h"
 #include "engine/tables/tabulate_step.h"
 
 namespace sdc::engine {
@@ -13,10 +14,14 @@ class TableCommand final : public Command {
     auto* table = parent.add_subcommand("table", "frequency and magnitude tables with hierarchies (docs/tables.md)");
     table->require_subcommand(1);
     add_tabulate(*table);
+    add_instance(*table);
     return table;
   }
 
-  Step& step() override { return *tabulate_step_; }
+  Step& step() override {
+    if (instance_app_ != nullptr && instance_app_->parsed()) return *instance_step_;
+    return *tabulate_step_;
+  }
 
  private:
   void add_tabulate(CLI::App& table) {
@@ -98,8 +103,76 @@ class TableCommand final : public Command {
     add_filters_option(*app, tabulate_.filters);
   }
 
+  void add_instance(CLI::App& table) {
+    auto* app = table.add_subcommand(
+        "instance",
+        "a synthetic table-protection instance of a given shape: its additivity matrix in Matrix Market form and, "
+        "on request, its cell list and equation list with generated cell values and statuses (docs/tables.md)");
+    instance_app_ = app;
+    app->add_option("--shape", instance_.shape,
+                    "the dimensions separated by 'x': h13, h16 (the named hierarchies of the classic instances), "
+                    "f<codes> or a number of codes (13 and 16 are h13 and h16, others flat), e.g. 16x16x16")
+        ->required()
+        ->type_name("SHAPE");
+    app->add_option("--output,-o", instance_.output,
+                    "the additivity matrix A (one row per 'sum of children - parent = 0') in Matrix Market form "
+                    "(written under a temporary name, renamed when complete)")
+        ->required()
+        ->type_name("FILE.mtx");
+    paths_.writes("--output", instance_.output);
+    app->add_option("--equations", instance_.equations,
+                    "the cell list and equation list of the table-protection solvers (tau-Argus JJ format) with "
+                    "generated cell values and statuses; needs a seed")
+        ->type_name("FILE");
+    paths_.writes("--equations", instance_.equations);
+    add_report_option(*app, paths_, instance_.report);
+    add_seed_option(*app, paths_, instance_.seed_file);
+    app->add_option("--values", instance_.values,
+                    "--equations: the leaf cells' values: their Poisson counts (counts, the default) or the sums of "
+                    "their contributors' log-normal magnitudes (magnitudes)")
+        ->check(CLI::IsMember({"counts", "magnitudes"}))
+        ->type_name("counts|magnitudes");
+    app->add_option("--mean-count", instance_.mean_count,
+                    "--equations: the mean of a non-empty leaf cell's Poisson count of contributors (default 5)")
+        ->check(CLI::PositiveNumber & CLI::Range(0.0, 1e6))
+        ->type_name("LAMBDA");
+    app->add_option("--density", instance_.density,
+                    "--equations: the probability that a leaf cell is drawn at all (default 1; 0 to 1)")
+        ->check(CLI::Range(0.0, 1.0))
+        ->type_name("D");
+    app->add_option("--log-mean", instance_.log_mean,
+                    "--values magnitudes: the mean of a contribution's logarithm (default 5)")
+        ->check(CLI::Range(-50.0, 50.0))
+        ->type_name("MU");
+    app->add_option("--log-sd", instance_.log_sd,
+                    "--values magnitudes: the standard deviation of a contribution's logarithm (default 1)")
+        ->check(CLI::Range(0.0, 10.0))
+        ->type_name("SIGMA");
+    app->add_option("--min-frequency", instance_.min_frequency,
+                    "--equations: minimum frequency rule: a cell of 1 to N-1 contributors is sensitive (default 3)")
+        ->check(whole_number_in(1, kMaxCount))
+        ->type_name("N");
+    app->add_option("--protection-fraction", instance_.protection_fraction,
+                    "--equations: a sensitive cell's lower and upper protection levels as a fraction of its value "
+                    "(default 0.1; at least 1, at most the value)")
+        ->check(CLI::Range(0.0, 1.0))
+        ->type_name("F");
+    app->add_option("--max-cells", instance_.max_cells,
+                    "--equations: the most cells the cell list may have; the generator holds about 70 bytes a cell "
+                    "(default 2e7)")
+        ->check(whole_number_in(1, kMaxCount))
+        ->type_name("N");
+    app->add_option("--max-nonzeros", instance_.max_nonzeros,
+                    "the most non-zeros A may have; the Matrix Market file takes about 20 bytes each (default 1e8)")
+        ->check(whole_number_in(1, std::int64_t{1} << 62))
+        ->type_name("N");
+  }
+
   std::unique_ptr<TabulateStep> tabulate_step_ = make_tabulate_step();
   TabulateStepOptions& tabulate_ = tabulate_step_->options;
+  CLI::App* instance_app_ = nullptr;
+  std::unique_ptr<InstanceStep> instance_step_ = make_instance_step();
+  InstanceStepOptions& instance_ = instance_step_->options;
 };
 
 }  // namespace

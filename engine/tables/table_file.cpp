@@ -9,14 +9,6 @@
 namespace sdc::engine {
 namespace {
 
-VariableInfo cell_variable(const std::string& name) {
-  VariableInfo info;
-  info.name = name;
-  info.type = VariableType::kContinuous;
-  info.role = VariableRole::kOther;
-  return info;
-}
-
 /// Level labels must be distinct; nested geography may repeat a label on two levels: those get the
 /// variable's name in front ("district:11").
 std::vector<std::string> distinct_labels(const TableDimension& dimension) {
@@ -35,6 +27,29 @@ std::vector<std::string> distinct_labels(const TableDimension& dimension) {
 }
 
 }  // namespace
+
+VariableInfo cell_variable(const std::string& name) {
+  VariableInfo info;
+  info.name = name;
+  info.type = VariableType::kContinuous;
+  info.role = VariableRole::kOther;
+  return info;
+}
+
+std::vector<Column> published_count_columns(std::span<const std::int64_t> counts,
+                                            std::span<const std::int64_t> published) {
+  SDC_CHECK(counts.size() == published.size(), "a published count per cell");
+  std::vector<double> published_column(counts.size());
+  std::vector<double> noise_column(counts.size());
+  for (std::size_t r = 0; r < counts.size(); ++r) {
+    published_column[r] = static_cast<double>(published[r]);
+    noise_column[r] = static_cast<double>(published[r] - counts[r]);
+  }
+  std::vector<Column> columns;
+  columns.push_back(Column::continuous(cell_variable(cell_columns::kPublished), std::move(published_column)));
+  columns.push_back(Column::continuous(cell_variable(cell_columns::kNoise), std::move(noise_column)));
+  return columns;
+}
 
 std::vector<std::string> sensitivity_labels() { return {"safe", "empty", "frequency", "p-percent", "dominance"}; }
 

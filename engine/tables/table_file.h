@@ -34,7 +34,20 @@ inline constexpr const char* kCellKey = "cell_key";             ///< Σ record k
 inline constexpr const char* kCellKeyNonzero = "cell_key_nonzero";
 inline constexpr const char* kKeyModulus = "key_modulus";  ///< M, the same on every row
 inline constexpr const char* kStatus = "status";
+// Added by the steps that protect a table (`sdc perturb-table`).
+inline constexpr const char* kPublished = "published";  ///< the published count
+inline constexpr const char* kNoise = "noise";          ///< published − count
+inline constexpr const char* kPublishedWeightedCount = "published_weighted_count";
+inline constexpr const char* kPublishedValue = "published_value";
+inline constexpr const char* kValueNoise = "value_noise";  ///< published_value − value
 }  // namespace cell_columns
+
+/// A cell variable of a table file: continuous, of role other.
+VariableInfo cell_variable(const std::string& name);
+
+/// The `published` and `noise` (published − count) columns of a protected table's rows.
+std::vector<Column> published_count_columns(std::span<const std::int64_t> counts,
+                                            std::span<const std::int64_t> published);
 
 /// The label of a status in a table file's `status` variable, whose levels are the statuses in
 /// enum order: "safe", "empty", "frequency", "p-percent", "dominance".

@@ -366,7 +366,9 @@ class TabulateStepImpl final : public TabulateStep {
     std::vector<tables::SensitivityCell> inputs(cells.cell_count());
     for (std::size_t c = 0; c < cells.cell_count(); ++c) {
       const tables::CellSummary& s = cells.summaries[c];
-      inputs[c].contributors = s.count;
+      // A magnitude cell's contributors are its records of non-zero value, the ones its top contributions
+      // list; a record of value 0 adds nothing to protect.
+      inputs[c].contributors = options.value ? s.contributors : s.count;
       inputs[c].weighted_count = rules.weighted ? s.weighted_count.value() : static_cast<double>(s.count);
       inputs[c].total = rules.weighted ? s.weighted_value.value() : s.value.value();
       inputs[c].top = s.top;

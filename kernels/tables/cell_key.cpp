@@ -11,6 +11,7 @@
 #include "kernels/bootstrap/quantiles.h"
 #include "kernels/core/error.h"
 #include "kernels/core/record_rng.h"
+#include "kernels/tables/constraint_matrix.h"
 
 namespace sdc::tables {
 namespace {
@@ -612,6 +613,22 @@ CkmMeasures ckm_measures(std::span<const std::int64_t> original, std::span<const
 
 // ---- §8 Non-additivity ----
 
+namespace {
+
+void add_gap(NonAdditivity& out, std::int64_t gap) {
+  gap = std::abs(gap);
+  ++out.relations;
+  if (gap != 0) ++out.non_additive;
+  out.max_gap = std::max(out.max_gap, gap);
+  out.total_gap += gap;
+}
+
+void finish_mean_gap(NonAdditivity& out) {
+  if (out.relations > 0) out.mean_gap = static_cast<double>(out.total_gap) / static_cast<double>(out.relations);
+}
+
+}  // namespace
+
 NonAdditivity non_additivity(std::span<const std::int64_t> published, std::span<const AdditivityRelation> relations) {
   NonAdditivity out;
   for (const AdditivityRelation& relation : relations) {
@@ -621,13 +638,47 @@ NonAdditivity non_additivity(std::span<const std::int64_t> published, std::span<
       SDC_CHECK(child < published.size(), "additivity relation: child cell out of range");
       gap += published[child];
     }
-    gap = std::abs(gap);
-    ++out.relations;
-    if (gap != 0) ++out.non_additive;
-    out.max_gap = std::max(out.max_gap, gap);
-    out.total_gap += gap;
+    add_gap(out, gap);
   }
-  if (out.relations > 0) out.mean_gap = static_cast<double>(out.total_gap) / static_cast<double>(out.relations);
+  finish_mean_gap(out);
+  return out;
+}
+
+NonAdditivity table_non_additivity(std::span<const DimensionEquations> dimensions, std::span<const std::int64_t> cells,
+                                   std::span<const std::int64_t> published) {
+  if (cells.size() != published.size())
+    throw ParameterError("non-additivity: the cells and their published counts differ in number");
+  const TableShapeSizes sizes = constraint_sizes(dimensions);
+  for (std::size_t c = 0; c < cells.size(); ++c)
+    if (cells[c] < 0 || cells[c] >= sizes.cells || (c > 0 && cells[c] <= cells[c - 1]))
+      throw ParameterError("non-additivity: the cells are not ascending cell indices of the table");
+  const auto published_at = [&](std::int64_t cell) -> std::int64_t {
+    const auto it = std::lower_bound(cells.begin(), cells.end(), cell);
+    return it != cells.end() && *it == cell ? published[static_cast<std::size_t>(it - cells.begin())] : 0;
+  };
+  NonAdditivity out;
+  std::int64_t stride = sizes.cells;
+  for (const DimensionEquations& dimension : dimensions) {
+    stride /= dimension.code_count;
+    std::vector<std::vector<const Equation*>> equations_of_parent(static_cast<std::size_t>(dimension.code_count));
+    for (const Equation& equation : dimension.equations)
+      equations_of_parent[static_cast<std::size_t>(equation.parent)].push_back(&equation);
+    std::int64_t relations_here = 0;
+    for (std::size_t c = 0; c < cells.size(); ++c) {
+      const auto position = static_cast<std::size_t>((cells[c] / stride) % dimension.code_count);
+      for (const Equation* equation : equations_of_parent[position]) {
+        std::int64_t gap = -published[c];
+        for (const std::int32_t child : equation->children)
+          gap += published_at(cells[c] + (child - equation->parent) * stride);
+        add_gap(out, gap);
+        ++relations_here;
+      }
+    }
+    // A relation whose parent cell is empty has empty children (zeros stay zero): no gap.
+    const std::int64_t lines = sizes.cells / dimension.code_count;
+    out.relations += static_cast<std::int64_t>(dimension.equations.size()) * lines - relations_here;
+  }
+  finish_mean_gap(out);
   return out;
 }
 

@@ -54,6 +54,7 @@
 #include <vector>
 
 #include "kernels/core/exact_sum.h"
+#include "kernels/tables/constraint_matrix.h"
 #include "kernels/tables/ptable.h"
 #include "kernels/utility/table_distance.h"
 
@@ -383,5 +384,13 @@ struct NonAdditivity {
 
 /// The gaps of the published cells. InternalError for a cell index out of range.
 NonAdditivity non_additivity(std::span<const std::int64_t> published, std::span<const AdditivityRelation> relations);
+
+/// The gaps of a hierarchical table over every relation of its constraint matrix (constraint_matrix.h),
+/// from its non-empty cells alone: `cells` their linear indices, ascending, `published` their published
+/// counts; a cell not listed publishes 0 (an empty cell stays empty), so a relation whose parent is not
+/// listed has no gap. O(cells · children · log cells) time, no memory beyond the inputs. ParameterError
+/// when the spans differ in size or `cells` is not ascending within the table.
+NonAdditivity table_non_additivity(std::span<const DimensionEquations> dimensions, std::span<const std::int64_t> cells,
+                                   std::span<const std::int64_t> published);
 
 }  // namespace sdc::tables

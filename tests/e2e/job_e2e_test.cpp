@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include <chrono>
+#include <cmath>
 #include <cstdlib>
 #include <random>
 #include <sstream>
@@ -299,7 +300,8 @@ TEST_F(AJob, RejectsAFromThatNamesNoEarlierStepBeforeRunningAnything) {
       << second.err;
 }
 
-TEST(TheDefaultCensusJob, AssessesRiskMasksBySwappingPramAndMicroaggregationAndAssessesTheReleasedFile) {
+TEST(TheDefaultCensusJob,
+     AssessesRiskMasksBySwappingPramAndMicroaggregationAssessesTheReleasedFileAndProtectsAHypercube) {
   TempDir dir;
   ASSERT_EQ(run_sdc({"generate", "seed", "--output", (dir / "seed").string()}).exit_code, 0);
   const auto generated = run_sdc({"generate", "census", "--households", "3000", "--seed-file", (dir / "seed").string(),
@@ -311,9 +313,11 @@ TEST(TheDefaultCensusJob, AssessesRiskMasksBySwappingPramAndMicroaggregationAndA
   ASSERT_EQ(result.exit_code, 0) << result.err;
   EXPECT_EQ(validate_report(dir / "job.json"), "");
   const auto report = nlohmann::json::parse(read_text(dir / "job.json"));
-  ASSERT_EQ(report["steps"].size(), 8U);
-  const std::vector<std::string> methods{"risk",    "swap targeted",  "pram",    "risk",
-                                         "utility", "microaggregate", "linkage", "utility"};
+  ASSERT_EQ(report["steps"].size(), 11U);
+  const std::vector<std::string> methods{"risk",           "swap targeted",    "pram",
+                                         "risk",           "utility",          "microaggregate",
+                                         "linkage",        "utility",          "perturb-table keys",
+                                         "table tabulate", "perturb-table ckm"};
   for (std::size_t s = 0; s < methods.size(); ++s) EXPECT_EQ(report["steps"][s]["method"], methods[s]) << s;
   const auto& swapped = report["steps"][1]["results"];
   const auto& pram = report["steps"][2]["results"];
@@ -367,6 +371,41 @@ TEST(TheDefaultCensusJob, AssessesRiskMasksBySwappingPramAndMicroaggregationAndA
   EXPECT_EQ(released.out.find("individual_risk"), std::string::npos) << released.out;
   EXPECT_NE(released.out.find("pram_changed"), std::string::npos) << released.out;
   EXPECT_NE(released.out.find("group_id"), std::string::npos) << released.out;
+
+  // The hypercube is tabulated from the swapped file with its record keys, not from the PRAMmed release.
+  const auto keyed = run_sdc({"info", (dir / "out" / "record-keys.h5").string()});
+  ASSERT_EQ(keyed.exit_code, 0) << keyed.err;
+  EXPECT_NE(keyed.out.find("trs_swapped"), std::string::npos) << keyed.out;
+  EXPECT_NE(keyed.out.find("record_key"), std::string::npos) << keyed.out;
+  EXPECT_EQ(keyed.out.find("pram_changed"), std::string::npos) << keyed.out;
+  const auto& hypercube = report["steps"][9]["results"];
+  const auto& ckm = report["steps"][10]["results"];
+  EXPECT_EQ(hypercube["dimensions"].size(), 5U);
+  EXPECT_EQ(hypercube["records"], swapped["records"]);
+  EXPECT_GT(hypercube["statuses"]["frequency"].get<std::int64_t>(), 0);
+  EXPECT_EQ(ckm["cells"], hypercube["cells"]);
+  EXPECT_EQ(ckm["ptable"]["max_noise"], 3);
+  EXPECT_EQ(ckm["ptable"]["blocked_up_to"], 2);
+  EXPECT_EQ(ckm["published_in_blocked_range"], 0);
+  // What the report says, read from the protected table itself: no 1 or 2 published, the noise within
+  // D = 3, and the small counts the frequency rule marked all changed.
+  const auto csv = dir / "hypercube.csv";
+  ASSERT_EQ(run_sdc({"export", (dir / "out" / "hypercube-ckm.h5").string(), "-o", csv.string()}).exit_code, 0);
+  const auto rows = read_csv_fields(csv);
+  const auto counts = csv_numbers(rows, "count");
+  const auto published = csv_numbers(rows, "published");
+  const auto noise = csv_numbers(rows, "noise");
+  ASSERT_EQ(counts.size(), ckm["cells"].get<std::size_t>());
+  ASSERT_EQ(published.size(), counts.size());
+  ASSERT_EQ(noise.size(), counts.size());
+  std::size_t changed = 0;
+  for (std::size_t c = 0; c < counts.size(); ++c) {
+    EXPECT_EQ(published[c], counts[c] + noise[c]) << "cell " << c;
+    EXPECT_LE(std::abs(noise[c]), 3.0) << "cell " << c;
+    EXPECT_TRUE(published[c] == 0.0 || published[c] > 2.0) << "cell " << c;
+    if (noise[c] != 0.0) ++changed;
+  }
+  EXPECT_GE(changed, hypercube["statuses"]["frequency"].get<std::size_t>());
 }
 
 TEST(AKilledJob, ResumesToTheSameOutputsAsAnUninterruptedRun) {

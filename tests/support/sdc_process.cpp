@@ -186,11 +186,22 @@ std::vector<std::vector<std::string>> read_csv_fields(const std::filesystem::pat
   std::istringstream in(read_text(path));
   std::string line;
   while (std::getline(in, line)) {
-    std::vector<std::string> fields;
-    std::string field;
-    std::istringstream parts(line);
-    while (std::getline(parts, field, ',')) fields.push_back(field);
-    if (!line.empty() && line.back() == ',') fields.emplace_back();
+    // Quoted fields as `sdc export` writes them: "[0,5)", a doubled quote for a quote.
+    std::vector<std::string> fields(1);
+    bool quoted = false;
+    for (std::size_t i = 0; i < line.size(); ++i) {
+      const char c = line[i];
+      if (quoted && c == '"' && i + 1 < line.size() && line[i + 1] == '"') {
+        fields.back() += '"';
+        ++i;
+      } else if (c == '"') {
+        quoted = !quoted;
+      } else if (c == ',' && !quoted) {
+        fields.emplace_back();
+      } else {
+        fields.back() += c;
+      }
+    }
     rows.push_back(fields);
   }
   return rows;

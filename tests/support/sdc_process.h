@@ -69,8 +69,8 @@ std::string validate_report(const std::filesystem::path& report);
 
 std::string read_text(const std::filesystem::path& path);
 void write_text(const std::filesystem::path& path, const std::string& text);
-/// The rows of a CSV as fields, split at every comma (what `sdc export` writes for test files, which
-/// need no quoting); a trailing comma gives an empty last field.
+/// The rows of a CSV as fields: split at commas outside double quotes, a doubled quote inside them read as
+/// one (as `sdc export` writes them); a trailing comma gives an empty last field.
 std::vector<std::vector<std::string>> read_csv_fields(const std::filesystem::path& path);
 /// The fields of column `name` (looked up in the header, rows[0]) of every later row; a test failure
 /// naming the column, and an empty vector, when the header lacks it.

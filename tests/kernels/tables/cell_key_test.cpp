@@ -597,5 +597,45 @@ TEST(CellKey, NonAdditivityOfPublishedCells) {
   EXPECT_THROW(non_additivity(published, std::vector<AdditivityRelation>{{7, {0}}}), InternalError);
 }
 
+// The sparse form over the non-empty cells of a 5 x 3 x 4 table (geography with two levels, a flat
+// dimension, a dimension with two breakdowns of its total) gives the gaps of the dense form over every
+// row of the constraint matrix, empty cells publishing 0.
+TEST(CellKey, NonAdditivityOfATableFromItsNonEmptyCells) {
+  std::vector<DimensionEquations> dimensions{
+      {"geo", 5, {{0, {1, 2}}, {1, {3, 4}}}}, {"sex", 3, {{0, {1, 2}}}}, {"age", 4, {{0, {1, 2}}, {0, {3}}}}};
+  const TableShapeSizes sizes = constraint_sizes(dimensions);
+  std::vector<std::int64_t> dense(static_cast<std::size_t>(sizes.cells), 0);
+  std::vector<std::int64_t> cells;
+  std::vector<std::int64_t> published;
+  for (std::int64_t c = 0; c < sizes.cells; ++c) {
+    if (c % 7 == 3 || c % 11 == 5) continue;  // empty
+    dense[static_cast<std::size_t>(c)] = (c * 37) % 13;
+    cells.push_back(c);
+    published.push_back(dense[static_cast<std::size_t>(c)]);
+  }
+  std::vector<AdditivityRelation> relations;
+  for_each_constraint_row(dimensions, [&](const ConstraintRow& row) {
+    AdditivityRelation relation{static_cast<std::size_t>(row.parent_column), {}};
+    for (const std::int64_t child : row.child_columns) relation.children.push_back(static_cast<std::size_t>(child));
+    bool parent_empty = true;
+    for (const std::int64_t c : cells) parent_empty = parent_empty && c != row.parent_column;
+    if (parent_empty)  // an empty parent has empty children in any table the sparse form reads
+      for (const std::size_t child : relation.children) dense[child] = 0;
+    relations.push_back(std::move(relation));
+  });
+  for (std::size_t i = 0; i < cells.size(); ++i) published[i] = dense[static_cast<std::size_t>(cells[i])];
+  const NonAdditivity expected = non_additivity(dense, relations);
+  const NonAdditivity sparse = table_non_additivity(dimensions, cells, published);
+  EXPECT_EQ(sparse.relations, sizes.equations);
+  EXPECT_EQ(sparse.relations, expected.relations);
+  EXPECT_EQ(sparse.non_additive, expected.non_additive);
+  EXPECT_GT(sparse.non_additive, 0);
+  EXPECT_EQ(sparse.max_gap, expected.max_gap);
+  EXPECT_EQ(sparse.total_gap, expected.total_gap);
+  EXPECT_DOUBLE_EQ(sparse.mean_gap, expected.mean_gap);
+  std::vector<std::int64_t> descending{cells[1], cells[0]};
+  EXPECT_THROW(table_non_additivity(dimensions, descending, std::vector<std::int64_t>{1, 1}), ParameterError);
+}
+
 }  // namespace
 }  // namespace sdc::tables
