@@ -159,6 +159,27 @@ TEST(ACellKeyMethod, PerturbsTheValuesOfAMagnitudeTable) {
   EXPECT_GT(results["magnitude"]["mean_relative_deviation"].get<double>(), 0.0);
 }
 
+TEST(ACellKeyMethod, IsSkippedByResumeWhenItsOutputIsComplete) {
+  TempDir dir;
+  const auto keyed = keyed_census(dir);
+  const auto cells = tabulate(dir, keyed, "cells", {"--dimensions", "sex,marstat"});
+  const auto [rows, first] =
+      protect(dir, cells, "ckm", {"--max-noise", "3", "--variance", "2.5", "--js", "2", "--resume"});
+  const std::string digest = digest_of(dir / "ckm.h5");
+  const auto report = dir / "resumed.json";
+  const auto resumed =
+      run_sdc({"perturb-table", "ckm", "-i", cells.string(), "-o", (dir / "ckm.h5").string(), "--max-noise", "3",
+               "--variance", "2.5", "--js", "2", "--resume", "--report", report.string()});
+  ASSERT_EQ(resumed.exit_code, 0) << resumed.err;
+  EXPECT_EQ(validate_report(report), "");
+  const auto document = nlohmann::json::parse(read_text(report));
+  EXPECT_EQ(document["steps"][0]["results"], first);
+  ASSERT_EQ(document["steps"][0]["warnings"].size(), 1U);
+  EXPECT_NE(document["steps"][0]["warnings"][0].get<std::string>().find("resumed"), std::string::npos);
+  EXPECT_EQ(document["outputs"][0]["kind"], "table");
+  EXPECT_EQ(digest_of(dir / "ckm.h5"), digest);
+}
+
 TEST(ACellKeyMethod, RefusesBadPTablesAndParametersNamingThemAndWritesNothing) {
   TempDir dir;
   const auto keyed = keyed_census(dir);

@@ -1,5 +1,6 @@
 // `sdc table tabulate` as a user runs it: a census hypercube whose margins add up, the report against
-// its schema, a hierarchy file with a code the data lack refused with no output.
+// its schema, a hierarchy file with a code the data lack, a cycle, a negative contribution, a magnitude
+// variable that is not continuous and a table over its cell limit refused with no output.
 
 #include <gtest/gtest.h>
 
@@ -69,6 +70,42 @@ TEST(ATableTabulation, RefusesAHierarchyWithACodeMissingFromTheData) {
   EXPECT_NE(result.exit_code, 0);
   EXPECT_NE(result.err.find("other"), std::string::npos) << result.err;
   EXPECT_FALSE(std::filesystem::exists(output));
+}
+
+TEST(ATableTabulation, RefusesBadInputNamingItAndWritesNothing) {
+  TempDir dir;
+  const auto input = census(dir);
+  write_text(dir / "small.csv", "region,sex,amount\nnorth,m,10.5\nnorth,f,-2.5\nsouth,m,7.25\nsouth,f,3.5\n");
+  const auto small = dir / "small.h5";
+  ASSERT_EQ(run_sdc({"import", (dir / "small.csv").string(), "--output", small.string()}).exit_code, 0);
+  write_text(dir / "sex.csv", "code,parent\nmale,female\nfemale,male\n");
+  const auto output = dir / "cells.h5";
+  struct Case {
+    std::vector<std::string> args;
+    int exit_code;
+    std::vector<std::string> named;
+  };
+  const std::vector<Case> cases{
+      {{"-i", small.string(), "--dimensions", "region,sex", "--value", "amount", "--p-percent", "10"},
+       3,
+       {"small.h5", "'amount'", "row id 1", "negative"}},
+      {{"-i", small.string(), "--dimensions", "region", "--value", "sex"}, 3, {"'sex'", "continuous"}},
+      {{"-i", input.string(), "--geography", "nuts1,nuts2,nuts3", "--dimensions", "sex,agegroup,marstat", "--max-cells",
+        "1000"},
+       4,
+       {"--max-cells 1000", "nuts3 (", "sex (3 codes)", "agegroup (", "marstat ("}},
+      {{"-i", input.string(), "--dimensions", "sex", "--hierarchy", "sex=" + (dir / "sex.csv").string()},
+       3,
+       {"sex.csv", "line 2", "cycle"}},
+  };
+  for (const Case& c : cases) {
+    std::vector<std::string> args{"table", "tabulate", "-o", output.string()};
+    args.insert(args.end(), c.args.begin(), c.args.end());
+    const auto result = run_sdc(args);
+    EXPECT_EQ(result.exit_code, c.exit_code) << result.err;
+    for (const std::string& name : c.named) EXPECT_NE(result.err.find(name), std::string::npos) << result.err;
+    EXPECT_FALSE(std::filesystem::exists(output)) << result.err;
+  }
 }
 
 }  // namespace
