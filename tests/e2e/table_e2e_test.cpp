@@ -58,6 +58,29 @@ TEST(ATableTabulation, GivesAHypercubeWhoseMarginsAddUp) {
     EXPECT_EQ(rows[r][4] == "frequency", count > 0 && count < 3) << "row " << r;
   }
   EXPECT_EQ(by_sex_total, sum_of_sexes);
+
+  // h5py reads the table file as any data file: the dimension's codes with their parents, the counts.
+  const std::string script = R"(
+import json, sys
+import h5py
+with h5py.File(sys.argv[1], "r") as f:
+    v = f["variables"]
+    print(json.dumps({"levels": [str(x) for x in v["nuts3"].attrs["levels"]],
+                      "parents": [int(x) for x in v["nuts3"].attrs["level_parents"]],
+                      "total": float(v["count"][0]), "rows": int(f.attrs["row_count"])}))
+)";
+  const auto read = run_process({"/usr/bin/python3", "-c", script, output.string()});
+  ASSERT_EQ(read.exit_code, 0) << read.err;
+  const auto h5 = nlohmann::json::parse(read.out);
+  EXPECT_EQ(h5["rows"], results["cells"]);
+  EXPECT_EQ(h5["total"], results["records"]);
+  const auto levels = h5["levels"].get<std::vector<std::string>>();
+  const auto parents = h5["parents"].get<std::vector<int>>();
+  ASSERT_EQ(levels.size(), parents.size());
+  EXPECT_EQ(levels.front(), "Total");
+  EXPECT_EQ(parents.front(), -1);
+  for (std::size_t code = 1; code < parents.size(); ++code)
+    EXPECT_TRUE(parents[code] >= 0 && static_cast<std::size_t>(parents[code]) < code) << levels[code];
 }
 
 TEST(ATableTabulation, RefusesAHierarchyWithACodeMissingFromTheData) {
