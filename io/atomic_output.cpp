@@ -11,6 +11,7 @@
 #include <csignal>
 #include <cstdio>
 #include <cstring>
+#include <fstream>
 #include <mutex>
 
 #include "kernels/core/error.h"
@@ -165,6 +166,17 @@ void write_file_atomically(const std::filesystem::path& path, std::string_view c
   const bool written = std::fwrite(content.data(), 1, content.size(), file) == content.size();
   const bool closed = std::fclose(file) == 0;
   if (!written || !closed) throw IoError(path.string() + ": cannot write (disk full?)");
+  output.commit();
+}
+
+void write_stream_atomically(const std::filesystem::path& path, FilePermissions permissions,
+                             const std::function<void(std::ostream&)>& write) {
+  AtomicOutput output(path, permissions);
+  std::ofstream out(output.temp_path(), std::ios::binary);
+  if (!out) throw IoError(path.string() + ": cannot write");
+  write(out);
+  out.close();
+  if (!out) throw IoError(path.string() + ": cannot write (disk full?)");
   output.commit();
 }
 

@@ -9,6 +9,8 @@
 #include <sys/types.h>
 
 #include <filesystem>
+#include <functional>
+#include <iosfwd>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -64,6 +66,11 @@ void remove_committed_outputs() noexcept;
 
 /// Writes `content` to `path` atomically (reports, schemas, seed files).
 void write_file_atomically(const std::filesystem::path& path, std::string_view content, FilePermissions permissions);
+
+/// Writes `path` atomically from a stream that `write` fills: for text outputs streamed as they are
+/// made (matrices, equation lists, p-tables), which need not fit in memory.
+void write_stream_atomically(const std::filesystem::path& path, FilePermissions permissions,
+                             const std::function<void(std::ostream&)>& write);
 
 /// Throws IoError naming `output` when its directory does not exist or is not writable: called before
 /// long work, so that a run fails at once rather than after it.

@@ -12,7 +12,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <fstream>
 #include <sstream>
 
 #include "distributed/collective_error.h"
@@ -229,35 +228,33 @@ class CellKeyStepImpl final : public CellKeyStep {
                            "' variable: tabulate it with --record-key (sdc table tabulate)");
   }
 
-  /// A cell key or modulus: a whole number in [0, 2^53).
-  static std::int64_t whole(double value, const Table& cells, std::size_t row, const char* variable) {
-    if (!(value >= 0.0 && value < 9007199254740992.0) || value != std::floor(value))
-      throw InvalidInput(fmt::format("{}: variable '{}', row id {}: not a whole non-negative number", cells.source(),
-                                     variable, cells.first_row_id() + static_cast<std::int64_t>(row)));
-    return static_cast<std::int64_t>(value);
-  }
-
-  static tables::CellKey key_of(const Table& cells, std::size_t row, const char* key_variable) {
-    const auto modulus = static_cast<std::uint64_t>(
-        whole(cells.require(cell_columns::kKeyModulus).values()[row], cells, row, cell_columns::kKeyModulus));
-    const auto key =
-        static_cast<std::uint64_t>(whole(cells.require(key_variable).values()[row], cells, row, key_variable));
-    if (modulus < 2 || modulus > tables::kBinaryKeyModulus || key >= modulus)
-      throw InvalidInput(fmt::format("{}: variable '{}', row id {}: a cell key must lie below the key modulus",
-                                     cells.source(), key_variable,
-                                     cells.first_row_id() + static_cast<std::int64_t>(row)));
-    return {key, modulus};
+  /// Every row's cell key from `key_variable` and the key modulus, each key below its modulus.
+  static std::vector<tables::CellKey> cell_keys(const Table& cells, const char* key_variable) {
+    const std::vector<std::int64_t> keys = whole_cell_values(cells, key_variable);
+    const std::vector<std::int64_t> moduli = whole_cell_values(cells, cell_columns::kKeyModulus);
+    std::vector<tables::CellKey> out(keys.size());
+    for (std::size_t r = 0; r < keys.size(); ++r) {
+      const auto key = static_cast<std::uint64_t>(keys[r]);
+      const auto modulus = static_cast<std::uint64_t>(moduli[r]);
+      if (modulus < 2 || modulus > tables::kBinaryKeyModulus || key >= modulus)
+        throw InvalidInput(fmt::format("{}: variable '{}', row id {}: a cell key must lie below the key modulus",
+                                       cells.source(), key_variable,
+                                       cells.first_row_id() + static_cast<std::int64_t>(r)));
+      out[r] = {key, modulus};
+    }
+    return out;
   }
 
   void perturb_counts(const Table& cells, std::span<const std::int64_t> counts, const tables::PTable& ptable,
                       tables::LookupRule rule, PublishedCells& out, std::vector<Column>& added) const {
     const auto n = static_cast<std::size_t>(cells.row_count());
     const Column* weighted = cells.find(cell_columns::kWeightedCount);
+    const std::vector<tables::CellKey> keys = cell_keys(cells, cell_columns::kCellKey);
     std::vector<tables::FrequencyCell> inputs(n);
     for (std::size_t r = 0; r < n; ++r) {
       inputs[r].count = counts[r];
       inputs[r].weighted_count = weighted != nullptr ? weighted->values()[r] : static_cast<double>(counts[r]);
-      inputs[r].key = key_of(cells, r, cell_columns::kCellKey);
+      inputs[r].key = keys[r];
     }
     tables::FrequencyPerturbationOptions frequency;
     frequency.rule = rule;
@@ -302,6 +299,7 @@ class CellKeyStepImpl final : public CellKeyStep {
       if (weighted) top_weight[j] = cells.require(cell_columns::kTopWeightPrefix + std::to_string(j + 1)).values();
     }
     const Column* status = cells.find(cell_columns::kStatus);
+    const std::vector<tables::CellKey> keys = cell_keys(cells, key_variable);
     std::vector<double> contributions(n * k);
     std::vector<tables::MagnitudeCell> inputs(n);
     for (std::size_t r = 0; r < n; ++r) {
@@ -309,7 +307,7 @@ class CellKeyStepImpl final : public CellKeyStep {
         contributions[r * k + j] = weighted ? top[j][r] * top_weight[j][r] : top[j][r];
       inputs[r].total = values[r];
       inputs[r].top = std::span<const double>(contributions).subspan(r * k, k);
-      inputs[r].key = key_of(cells, r, key_variable);
+      inputs[r].key = keys[r];
       inputs[r].sensitive =
           status != nullptr && tables::is_sensitive(static_cast<tables::SensitivityStatus>(status->codes()[r]));
     }
@@ -329,12 +327,9 @@ class CellKeyStepImpl final : public CellKeyStep {
   }
 
   void write_ptable_file(const tables::PTable& table, const RunContext& context) const {
-    io::AtomicOutput output(*options.write_ptable, context.permissions);
-    std::ofstream out(output.temp_path(), std::ios::binary);
-    tables::write_ptable(out, table, tables::PTableFormat::kTauArgus);
-    out.close();
-    if (!out) throw IoError("cannot write " + options.write_ptable->string());
-    output.commit();
+    io::write_stream_atomically(*options.write_ptable, context.permissions, [&](std::ostream& out) {
+      tables::write_ptable(out, table, tables::PTableFormat::kTauArgus);
+    });
   }
 
   /// On the coordinator, over every cell of the table.

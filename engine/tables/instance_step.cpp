@@ -10,8 +10,6 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
-#include <fstream>
-#include <functional>
 #include <optional>
 #include <utility>
 #include <vector>
@@ -27,17 +25,6 @@
 
 namespace sdc::engine {
 namespace {
-
-/// Writes `path` under a temporary name and renames it once `write` has filled it.
-void write_text_output(const std::filesystem::path& path, const RunContext& context,
-                       const std::function<void(std::ostream&)>& write) {
-  io::AtomicOutput output(path, context.permissions);
-  std::ofstream out(output.temp_path(), std::ios::binary);
-  write(out);
-  out.close();
-  if (!out) throw IoError("cannot write " + path.string());
-  output.commit();
-}
 
 class InstanceStepImpl final : public InstanceStep {
  public:
@@ -56,14 +43,14 @@ class InstanceStepImpl final : public InstanceStep {
     nlohmann::json results;
     distributed::agree_on_error(comm, [&] {
       if (!comm.is_coordinator()) return;
-      write_text_output(options.output, context,
-                        [&](std::ostream& out) { tables::write_constraint_matrix_market(out, dimensions); });
+      io::write_stream_atomically(options.output, context.permissions,
+                                  [&](std::ostream& out) { tables::write_constraint_matrix_market(out, dimensions); });
       frame.clock.lap("constraint matrix");
       nlohmann::json statuses = nullptr;
       if (options.equations) {
         const tables::Instance instance = tables::generate_instance(dimensions, instance_options, seed->value);
         frame.clock.lap("generate");
-        write_text_output(*options.equations, context, [&](std::ostream& out) {
+        io::write_stream_atomically(*options.equations, context.permissions, [&](std::ostream& out) {
           tables::write_cell_equation_list(out, instance.dimensions, instance.cells());
         });
         frame.clock.lap("cell and equation list");

@@ -97,16 +97,21 @@ TableCells read_table_cells(const Table& table, const std::vector<TableFileDimen
       out.cells[r] = out.cells[r] * size + codes[r];
     }
   }
-  const auto counts = table.require(cell_columns::kCount, VariableType::kContinuous).values();
-  out.counts.resize(rows);
+  out.counts = whole_cell_values(table, cell_columns::kCount);
   out.row_ids.resize(rows);
-  for (std::size_t r = 0; r < rows; ++r) {
-    const double count = counts[r];
-    if (!(count >= 0.0 && count < kMaxExactCount) || count != std::floor(count))
+  for (std::size_t r = 0; r < rows; ++r) out.row_ids[r] = row_id(r);
+  return out;
+}
+
+std::vector<std::int64_t> whole_cell_values(const Table& table, const std::string& variable) {
+  const auto values = table.require(variable, VariableType::kContinuous).values();
+  std::vector<std::int64_t> out(values.size());
+  for (std::size_t r = 0; r < values.size(); ++r) {
+    const double value = values[r];
+    if (!(value >= 0.0 && value < kMaxExactCount) || value != std::floor(value))
       throw InvalidInput(fmt::format("{}: variable '{}', row id {}: not a whole number from 0 to 2^53", table.source(),
-                                     cell_columns::kCount, row_id(r)));
-    out.counts[r] = static_cast<std::int64_t>(count);
-    out.row_ids[r] = row_id(r);
+                                     variable, table.first_row_id() + static_cast<std::int64_t>(r)));
+    out[r] = static_cast<std::int64_t>(value);
   }
   return out;
 }

@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <span>
+#include <string>
 #include <vector>
 
 #include "distributed/comm.h"
@@ -22,6 +23,10 @@ struct TableCells {
   std::vector<std::int64_t> counts;   ///< the `count` variable
   std::vector<std::int64_t> row_ids;  ///< global row ids
 };
+
+/// The values of continuous cell variable `variable` of `table` as whole numbers. InvalidInput naming the
+/// file, the variable and the row id for a value that is not a whole number from 0 to 2^53.
+std::vector<std::int64_t> whole_cell_values(const Table& table, const std::string& variable);
 
 /// This rank's rows of `table` (read with its `dimensions`, table_file_dimensions). InvalidInput naming
 /// the file, the variable and the row id for a dimension code outside its hierarchy or a count that is

@@ -10,7 +10,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <fstream>
 #include <map>
 #include <set>
 #include <sstream>
@@ -391,12 +390,8 @@ class TabulateStepImpl final : public TabulateStep {
     for (const TableDimension& dimension : layout.dimensions)
       equations.push_back(tables::equations_of(dimension.hierarchy));
     if (options.constraints) {
-      io::AtomicOutput output(*options.constraints, context.permissions);
-      std::ofstream out(output.temp_path(), std::ios::binary);
-      tables::write_constraint_matrix_market(out, equations);
-      out.close();
-      if (!out) throw IoError("cannot write " + options.constraints->string());
-      output.commit();
+      io::write_stream_atomically(*options.constraints, context.permissions,
+                                  [&](std::ostream& out) { tables::write_constraint_matrix_market(out, equations); });
     }
     if (options.equations) {
       // The cell list holds every cell of the space, empty ones as zeros.
@@ -421,12 +416,8 @@ class TabulateStepImpl final : public TabulateStep {
                                                                              : tables::CellStatus::kSafe;
       }
       tables::CellListView view{values, weights, status, lower, upper, none, none, none};
-      io::AtomicOutput output(*options.equations, context.permissions);
-      std::ofstream out(output.temp_path(), std::ios::binary);
-      tables::write_cell_equation_list(out, equations, view);
-      out.close();
-      if (!out) throw IoError("cannot write " + options.equations->string());
-      output.commit();
+      io::write_stream_atomically(*options.equations, context.permissions,
+                                  [&](std::ostream& out) { tables::write_cell_equation_list(out, equations, view); });
     }
   }
 
