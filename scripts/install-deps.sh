@@ -16,8 +16,12 @@ packages=(
   # libraries
   libtbb-dev libeigen3-dev libabsl-dev librandom123-dev libyaml-cpp-dev nlohmann-json3-dev libspdlog-dev libfmt-dev libcli11-dev
   libssl-dev zlib1g-dev libdeflate-dev
+  # sparse Cholesky (CHOLMOD), the direct solver that table adjustment is checked and timed against
+  libsuitesparse-dev
   # tests and benchmarks
   libgtest-dev libgmock-dev libbenchmark-dev libbenchmark-tools
+  # the partitioners block-angular reordering is compared with (benchmark only)
+  libtrilinos-zoltan-dev libmetis-dev libscotch-dev
   # test helpers: report validation (JSON Schema) and independent HDF5 reads, with Debian's python
   python3 python3-jsonschema python3-h5py
   # style checks of the test command (scripts/check-style.sh)

@@ -111,7 +111,8 @@ class TableCommand final : public Command {
     instance_app_ = app;
     app->add_option("--shape", instance_.shape,
                     "the dimensions separated by 'x': h13, h16 (the named hierarchies of the classic instances), "
-                    "f<codes> or a number of codes (13 and 16 are h13 and h16, others flat), e.g. 16x16x16")
+                    "c<side> (a side x side cross like h16), f<codes> or a number of codes (13 and 16 are h13 and h16, "
+                    "others flat), e.g. 16x16x16")
         ->required()
         ->type_name("SHAPE");
     app->add_option("--output,-o", instance_.output,

@@ -244,6 +244,33 @@ void add_alternative_root_breakdown(DimensionEquations& dimension, int groups) {
   dimension.equations.push_back(std::move(root));
 }
 
+namespace {
+
+/// An r × r cross (h16 is r = 3): the total over r row margins, each row margin over its r cells, and
+/// r column margins over the same cells. Positions 0 T, 1..r R_i, r+1..2r C_j, 2r+1 + r(i−1) + (j−1) c_ij.
+DimensionEquations cross_dimension(std::string name, std::int64_t side) {
+  if (side < 2 || side > kMaxGeneratedCodes || 1 + 2 * side + side * side > kMaxGeneratedCodes)
+    throw ParameterError("table shape: a cross dimension needs a side of at least 2 and at most " +
+                         std::to_string(kMaxGeneratedCodes) + " codes in all");
+  const auto r = static_cast<std::int32_t>(side);
+  DimensionEquations result{std::move(name), 1 + 2 * r + r * r, {{0, {}}}};
+  for (std::int32_t i = 0; i < r; ++i) result.equations[0].children.push_back(1 + i);
+  const auto cell = [r](std::int32_t i, std::int32_t j) { return 1 + 2 * r + r * i + j; };
+  for (std::int32_t i = 0; i < r; ++i) {
+    Equation row{1 + i, {}};
+    for (std::int32_t j = 0; j < r; ++j) row.children.push_back(cell(i, j));
+    result.equations.push_back(std::move(row));
+  }
+  for (std::int32_t j = 0; j < r; ++j) {
+    Equation column{1 + r + j, {}};
+    for (std::int32_t i = 0; i < r; ++i) column.children.push_back(cell(i, j));
+    result.equations.push_back(std::move(column));
+  }
+  return result;
+}
+
+}  // namespace
+
 DimensionEquations named_dimension(std::string_view shape, std::string name) {
   if (shape == "h13") {
     return {std::move(name),
@@ -256,6 +283,12 @@ DimensionEquations named_dimension(std::string_view shape, std::string name) {
     for (std::int32_t j = 0; j < 3; ++j) result.equations.push_back({4 + j, {7 + j, 10 + j, 13 + j}});
     return result;
   }
+  if (shape.size() > 1 && shape.front() == 'c') {
+    std::int64_t side = 0;
+    const auto digits = shape.substr(1);
+    const auto [end, error] = std::from_chars(digits.data(), digits.data() + digits.size(), side);
+    if (error == std::errc{} && end == digits.data() + digits.size()) return cross_dimension(std::move(name), side);
+  }
   if (shape.size() > 1 && shape.front() == 'f') {
     std::int64_t codes = 0;
     const auto digits = shape.substr(1);
@@ -263,7 +296,7 @@ DimensionEquations named_dimension(std::string_view shape, std::string name) {
     if (error == std::errc{} && end == digits.data() + digits.size()) return flat_dimension(std::move(name), codes);
   }
   throw ParameterError("table shape: unknown dimension '" + std::string(shape) +
-                       "' (expected h13, h16, f<codes> or a number of codes)");
+                       "' (expected h13, h16, c<side>, f<codes> or a number of codes)");
 }
 
 std::vector<DimensionEquations> shape_dimensions(std::string_view shape) {

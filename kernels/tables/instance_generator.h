@@ -60,12 +60,14 @@ void add_alternative_root_breakdown(DimensionEquations& dimension, int groups);
 ///   "h16": 16 codes, 7 equations, 21 child entries (a 3 × 3 cross). Positions 0 T, 1..3 R1..R3,
 ///          4..6 C1..C3, 7 + 3(i−1) + (j−1) c_ij; T = R1 + R2 + R3, R_i = c_i1 + c_i2 + c_i3,
 ///          C_j = c_1j + c_2j + c_3j.
+///   "c<r>" (r >= 2): an r × r cross, h16's shape widened: positions 0 T, 1..r R_i, r+1..2r C_j,
+///          2r+1 + r(i−1) + (j−1) c_ij; T = Σ R_i, R_i = Σ_j c_ij, C_j = Σ_i c_ij (c3 has h16's sizes).
 ///   "f<b>" (b >= 2): a flat dimension of b codes, the total = the sum of the b − 1 others ("f7").
 /// ParameterError for another name.
 DimensionEquations named_dimension(std::string_view shape, std::string name);
 
 /// A table shape "16x16x16": one dimension per 'x'-separated token, named d1, d2, ...; 13 or h13 is
-/// h13, 16 or h16 is h16, f<b> is f<b>, and any other number b >= 2 is a flat dimension of b codes
+/// h13, 16 or h16 is h16, c<r> and f<b> are themselves, and any other number b >= 2 is a flat dimension of b codes
 /// (b − 1 leaves plus their total), so "7" is f7 and "13x7x7" is h13 × f7 × f7. ParameterError for an
 /// empty shape, a token that is none of these, or more than kMaxGeneratedCodes codes in a dimension.
 std::vector<DimensionEquations> shape_dimensions(std::string_view shape);

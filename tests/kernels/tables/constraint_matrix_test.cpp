@@ -40,6 +40,23 @@ TEST(ConstraintMatrix, InstanceSizesOfHier13x7x7d) { expect_sizes(shape_dimensio
 
 TEST(ConstraintMatrix, InstanceSizesOfHier16x16x16a) { expect_sizes(shape_dimensions("16x16x16"), 4096, 5376, 21504); }
 
+// A c3 cross is h16 with its codes in the same places; a c14 cross has 1 + 28 + 196 = 225 codes, 29
+// equations and 14 + 2 × 196 = 406 child entries, so c14 × f2 has n = 450, m = 29 × 2 + 1 × 225 and
+// nnz = (29 + 406) × 2 + (1 + 1) × 225.
+TEST(ConstraintMatrix, ACrossDimensionWidensH16) {
+  const DimensionEquations c3 = named_dimension("c3", "d1");
+  const DimensionEquations h16 = named_dimension("h16", "d1");
+  EXPECT_EQ(c3.code_count, h16.code_count);
+  ASSERT_EQ(c3.equations.size(), h16.equations.size());
+  for (std::size_t e = 0; e < c3.equations.size(); ++e) {
+    EXPECT_EQ(c3.equations[e].parent, h16.equations[e].parent);
+    EXPECT_EQ(c3.equations[e].children, h16.equations[e].children);
+  }
+  expect_sizes(shape_dimensions("c14xf2"), 450, 29 * 2 + 225, 435 * 2 + 2 * 225);
+  EXPECT_THROW(shape_dimensions("c1"), ParameterError);
+  EXPECT_THROW(shape_dimensions("c99999999"), ParameterError);
+}
+
 TEST(ConstraintMatrix, InstanceSizesOfHier13x13x7d) { expect_sizes(shape_dimensions("13x13x7"), 1183, 1443, 5369); }
 
 // tabular.md §5, "E 2-D table": activities I–III × regions A–C with totals.
