@@ -1,10 +1,11 @@
-// `sdc perturb-table keys|ckm|bootstrap|cell|simulate`: the flags of the steps that protect tables
+// `sdc perturb-table keys|ckm|bootstrap|cell|simulate|adjust`: the flags of the steps that protect tables
 // (engine/tables/*_step.h, docs/tables.md). `perturb-table` groups them; each subcommand is one step.
 
 #include <cmath>
 #include <string>
 
 #include "engine/cli/commands.h"
+#include "engine/tables/adjust_step.h"
 #include "engine/tables/cell_key_step.h"
 #include "engine/tables/disclosure_simulation_step.h"
 #include "engine/tables/record_keys_step.h"
@@ -23,6 +24,7 @@ class PerturbTableCommand final : public Command {
     add_ckm(*perturb);
     add_resampling(*perturb);
     add_simulate(*perturb);
+    add_adjust(*perturb);
     return perturb;
   }
 
@@ -31,6 +33,7 @@ class PerturbTableCommand final : public Command {
     if (cell_app_ != nullptr && cell_app_->parsed()) return *cell_step_;
     if (simulate_app_ != nullptr && simulate_app_->parsed()) return *simulate_step_;
     if (keys_app_ != nullptr && keys_app_->parsed()) return *keys_step_;
+    if (adjust_app_ != nullptr && adjust_app_->parsed()) return *adjust_step_;
     return *ckm_step_;
   }
 
@@ -216,6 +219,63 @@ class PerturbTableCommand final : public Command {
     add_seed_option(*app, paths_, simulate_.seed_file);
   }
 
+  void add_adjust(CLI::App& perturb) {
+    auto* app = perturb.add_subcommand(
+        "adjust",
+        "a perturbed table made additive again: the weighted least-squares closest figures that satisfy every "
+        "equation of the table, solved block by block after reordering the equations into block-angular form "
+        "(docs/tables.md)");
+    adjust_app_ = app;
+    add_input_option(*app, paths_, adjust_.input);
+    add_output_option(*app, paths_, adjust_.output);
+    add_report_option(*app, paths_, adjust_.report);
+    app->add_option("--constraints", adjust_.constraints,
+                    "the table's additivity equations in Matrix Market form, one column per cell of its cell space "
+                    "(`sdc table tabulate --constraints`); default: the equations of the table's hierarchies")
+        ->type_name("FILE.mtx");
+    paths_.reads("--constraints", adjust_.constraints);
+    app->add_option("--variable", adjust_.variable,
+                    "the perturbed cell figure to adjust (default published; published_value for magnitudes)")
+        ->type_name("VAR");
+    app->add_option("--weights", adjust_.weights,
+                    "the cost of changing a cell: inverse (1/max(1,|x|), relative changes; the default) or uniform")
+        ->check(CLI::IsMember({"inverse", "uniform"}))
+        ->type_name("inverse|uniform");
+    app->add_option("--solver", adjust_.solver,
+                    "block-angular (the default: blocks factored in parallel, a Schur complement for the linking "
+                    "equations) or direct (one sparse Cholesky of the whole system, on the coordinator)")
+        ->check(CLI::IsMember({"block-angular", "direct"}))
+        ->type_name("SOLVER");
+    app->add_option("--blocks", adjust_.blocks, "block-angular: the number of diagonal blocks, at least 2 (default 8)")
+        ->check(whole_number_in(2, 1'000'000))
+        ->type_name("K");
+    app->add_option("--ordering", adjust_.ordering,
+                    "block-angular: table (the cells split by the codes of the dimension with the fewest equations "
+                    "per code; the default) or multilevel (the equations reordered by multilevel bisection, as sdc "
+                    "reorder --form primal does)")
+        ->check(CLI::IsMember({"table", "multilevel"}))
+        ->type_name("table|multilevel");
+    app->add_option("--imbalance", adjust_.imbalance,
+                    "--ordering multilevel: the most a block may exceed the mean block size, as a fraction (default "
+                    "0.05)")
+        ->check(CLI::Range(0.0, 1.0))
+        ->type_name("EPS");
+    app->add_option("--partition-seed", adjust_.partition_seed,
+                    "--ordering multilevel: the seed of the reordering's random choices (default 1)")
+        ->check(whole_number_in(0, kMaxCount))
+        ->type_name("N");
+    app->add_option("--tolerance", adjust_.tolerance,
+                    "the equations hold to this times the largest |figure| (default 1e-12)")
+        ->check(CLI::PositiveNumber)
+        ->type_name("TOL");
+    app->add_option("--preconditioner-terms", adjust_.preconditioner_terms,
+                    "block-angular: terms of the power-series preconditioner of the linking system (default 0)")
+        ->check(whole_number_in(0, 20))
+        ->type_name("H");
+    add_filters_option(*app, adjust_.filters);
+    add_resume_flag(*app, paths_, adjust_.output, adjust_.resume, false);
+  }
+
   CLI::App* keys_app_ = nullptr;
   std::unique_ptr<RecordKeysStep> keys_step_ = make_record_keys_step();
   RecordKeysStepOptions& keys_ = keys_step_->options;
@@ -230,6 +290,9 @@ class PerturbTableCommand final : public Command {
   CLI::App* simulate_app_ = nullptr;
   std::unique_ptr<DisclosureSimulationStep> simulate_step_ = make_disclosure_simulation_step();
   DisclosureSimulationStepOptions& simulate_ = simulate_step_->options;
+  CLI::App* adjust_app_ = nullptr;
+  std::unique_ptr<AdjustStep> adjust_step_ = make_adjust_step();
+  AdjustStepOptions& adjust_ = adjust_step_->options;
 };
 
 }  // namespace

@@ -40,6 +40,7 @@ inline constexpr const char* kNoise = "noise";          ///< published − count
 inline constexpr const char* kPublishedWeightedCount = "published_weighted_count";
 inline constexpr const char* kPublishedValue = "published_value";
 inline constexpr const char* kValueNoise = "value_noise";  ///< published_value − value
+inline constexpr const char* kAdjusted = "adjusted";       ///< the perturbed figure made additive
 }  // namespace cell_columns
 
 /// A cell variable of a table file: continuous, of role other.

@@ -70,6 +70,11 @@ enum class StepId : std::uint64_t {
   /// count and contributions (unit = cell column; draw 0, 1, 2 + j/4), a random tree's branching (unit =
   /// breadth-first node id; draw = 2^63 + the dimension's stream).
   kTableInstance = 24,
+  /// Multilevel block-angular reordering (kernels/tables/block_angular.h): the heavy-edge matching's
+  /// visit order at level h (unit = vertex of that level; draw = h; replicate = the bisection's number,
+  /// 1 for the whole matrix, 2b and 2b + 1 for the parts of bisection b), a random initial bisection i
+  /// (unit = vertex of the coarsest level; draw = 2^32 + i; replicate = the bisection's number).
+  kBlockAngularReordering = 25,
 };
 
 /// The four counter words. `unit` is a global id: record (row id), household, cell or tree node.

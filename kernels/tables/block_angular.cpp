@@ -1,0 +1,1157 @@
+#include "kernels/tables/block_angular.h"
+
+#include <tbb/blocked_range.h>
+#include <tbb/enumerable_thread_specific.h>
+#include <tbb/parallel_for.h>
+#include <tbb/parallel_reduce.h>
+#include <tbb/parallel_sort.h>
+#include <tbb/task_group.h>
+
+#include <algorithm>
+#include <array>
+#include <bit>
+#include <cmath>
+#include <limits>
+#include <numeric>
+#include <span>
+#include <utility>
+
+#include "kernels/core/error.h"
+#include "kernels/core/record_rng.h"
+
+namespace sdc::tables {
+namespace {
+
+constexpr std::int32_t kNone = -1;
+
+std::size_t to_size(std::int64_t value) { return static_cast<std::size_t>(value); }
+
+// ---- the hypergraph ----------------------------------------------------------------------------
+//
+// Vertices are the partitioned index (rows in the dual form), nets the other one. Ids are 32-bit
+// (checked on entry), offsets 64-bit. A net always has at least two pins: a net inside one vertex
+// can never be cut, so it is dropped; identical nets are merged into one whose weight counts them,
+// so a weighted net-cut is the number of original nets cut.
+
+struct Hypergraph {
+  std::vector<std::int64_t> vertex_weight;  // original vertices merged into each
+  std::vector<std::int64_t> vertex_offsets{0};
+  std::vector<std::int32_t> vertex_nets;  // increasing within a vertex
+  std::vector<std::int64_t> net_offsets{0};
+  std::vector<std::int32_t> net_pins;    // increasing within a net
+  std::vector<std::int32_t> net_weight;  // original nets merged into each
+
+  std::int32_t vertices() const { return static_cast<std::int32_t>(vertex_weight.size()); }
+  std::int32_t nets() const { return static_cast<std::int32_t>(net_weight.size()); }
+  std::span<const std::int32_t> nets_of(std::int32_t v) const {
+    const std::size_t first = to_size(vertex_offsets[static_cast<std::size_t>(v)]);
+    const std::size_t last = to_size(vertex_offsets[static_cast<std::size_t>(v) + 1]);
+    return std::span<const std::int32_t>(vertex_nets).subspan(first, last - first);
+  }
+  std::span<const std::int32_t> pins_of(std::int32_t j) const {
+    const std::size_t first = to_size(net_offsets[static_cast<std::size_t>(j)]);
+    const std::size_t last = to_size(net_offsets[static_cast<std::size_t>(j) + 1]);
+    return std::span<const std::int32_t>(net_pins).subspan(first, last - first);
+  }
+  std::int64_t total_vertex_weight() const {
+    return std::accumulate(vertex_weight.begin(), vertex_weight.end(), std::int64_t{0});
+  }
+  std::int64_t total_net_weight() const {
+    return std::accumulate(net_weight.begin(), net_weight.end(), std::int64_t{0});
+  }
+};
+
+/// Fills the vertex → nets direction from the nets by a counting sort in net order, so that each
+/// vertex lists its nets in increasing order.
+void transpose_nets(Hypergraph& h) {
+  const std::size_t n = h.vertex_weight.size();
+  h.vertex_offsets.assign(n + 1, 0);
+  for (const std::int32_t pin : h.net_pins) ++h.vertex_offsets[static_cast<std::size_t>(pin) + 1];
+  std::partial_sum(h.vertex_offsets.begin(), h.vertex_offsets.end(), h.vertex_offsets.begin());
+  h.vertex_nets.resize(h.net_pins.size());
+  std::vector<std::int64_t> cursor(h.vertex_offsets.begin(), h.vertex_offsets.end() - 1);
+  for (std::int32_t j = 0; j < h.nets(); ++j)
+    for (const std::int32_t pin : h.pins_of(j)) h.vertex_nets[to_size(cursor[static_cast<std::size_t>(pin)]++)] = j;
+}
+
+std::uint64_t mix(std::uint64_t x) {
+  x += 0x9e3779b97f4a7c15ULL;
+  x = (x ^ (x >> 30U)) * 0xbf58476d1ce4e5b9ULL;
+  x = (x ^ (x >> 27U)) * 0x94d049bb133111ebULL;
+  return x ^ (x >> 31U);
+}
+
+/// The hypergraph of nets given as pin lists (`offsets`, `pins`: pins may repeat within a net, as
+/// when two of its vertices were contracted into one) with `weights` (empty: 1 each): every net's pins
+/// sorted and made unique, nets with fewer than two pins dropped, identical nets merged into the one
+/// of smallest index (its weight the sum), then transposed. Identical nets are found by a counting
+/// sort on the top bits of a hash of the pins (stable, so each bucket lists its nets in index order)
+/// and exact comparison within a bucket. Every step writes per net, per bucket or per vertex, so the
+/// result does not depend on the thread count.
+Hypergraph build_hypergraph(std::vector<std::int64_t> vertex_weight, std::span<const std::int64_t> offsets,
+                            std::vector<std::int32_t> pins, std::span<const std::int32_t> weights) {
+  const std::size_t nets = offsets.size() - 1;
+  std::vector<std::int32_t> distinct(nets, 0);
+  std::vector<std::uint64_t> hash(nets, 0);
+  tbb::parallel_for(tbb::blocked_range<std::size_t>(0, nets), [&](const tbb::blocked_range<std::size_t>& range) {
+    for (std::size_t j = range.begin(); j != range.end(); ++j) {
+      const auto first = pins.begin() + offsets[j];
+      const auto last = pins.begin() + offsets[j + 1];
+      std::sort(first, last);
+      const auto count = std::unique(first, last) - first;
+      if (count < 2) continue;
+      distinct[j] = static_cast<std::int32_t>(count);
+      std::uint64_t h = mix(static_cast<std::uint64_t>(count));
+      for (auto pin = first; pin != first + count; ++pin) h = mix(h ^ static_cast<std::uint64_t>(*pin));
+      hash[j] = h;
+    }
+  });
+  const unsigned bits = std::max(1U, static_cast<unsigned>(std::bit_width(nets)));
+  const auto bucket_of = [&](std::size_t j) { return static_cast<std::size_t>(hash[j] >> (64U - bits)); };
+  std::vector<std::int64_t> bucket_start((std::size_t{1} << bits) + 1, 0);
+  for (std::size_t j = 0; j < nets; ++j)
+    if (distinct[j] > 0) ++bucket_start[bucket_of(j) + 1];
+  std::partial_sum(bucket_start.begin(), bucket_start.end(), bucket_start.begin());
+  std::vector<std::int32_t> bucketed(to_size(bucket_start.back()));
+  {
+    std::vector<std::int64_t> cursor(bucket_start.begin(), bucket_start.end() - 1);
+    for (std::size_t j = 0; j < nets; ++j)
+      if (distinct[j] > 0) bucketed[to_size(cursor[bucket_of(j)]++)] = static_cast<std::int32_t>(j);
+  }
+  std::vector<std::int64_t> merged_weight(nets, 0);
+  for (std::size_t j = 0; j < nets; ++j)
+    if (distinct[j] > 0) merged_weight[j] = weights.empty() ? 1 : weights[j];
+  const auto same_pins = [&](std::size_t a, std::size_t b) {
+    return hash[a] == hash[b] && distinct[a] == distinct[b] &&
+           std::equal(pins.begin() + offsets[a], pins.begin() + offsets[a] + distinct[a], pins.begin() + offsets[b]);
+  };
+  tbb::parallel_for(tbb::blocked_range<std::size_t>(0, bucket_start.size() - 1),
+                    [&](const tbb::blocked_range<std::size_t>& range) {
+                      for (std::size_t bucket = range.begin(); bucket != range.end(); ++bucket) {
+                        const std::size_t first = to_size(bucket_start[bucket]);
+                        const std::size_t last = to_size(bucket_start[bucket + 1]);
+                        for (std::size_t a = first; a + 1 < last; ++a) {
+                          const auto kept = static_cast<std::size_t>(bucketed[a]);
+                          if (distinct[kept] == 0) continue;
+                          for (std::size_t b = a + 1; b < last; ++b) {
+                            const auto other = static_cast<std::size_t>(bucketed[b]);
+                            if (distinct[other] == 0 || !same_pins(kept, other)) continue;
+                            merged_weight[kept] += merged_weight[other];
+                            distinct[other] = 0;
+                          }
+                        }
+                      }
+                    });
+  Hypergraph h;
+  h.vertex_weight = std::move(vertex_weight);
+  std::vector<std::size_t> kept;
+  for (std::size_t j = 0; j < nets; ++j)
+    if (distinct[j] > 0) kept.push_back(j);
+  h.net_offsets.assign(kept.size() + 1, 0);
+  h.net_weight.resize(kept.size());
+  for (std::size_t k = 0; k < kept.size(); ++k) {
+    h.net_offsets[k + 1] = h.net_offsets[k] + distinct[kept[k]];
+    SDC_CHECK(merged_weight[kept[k]] <= std::numeric_limits<std::int32_t>::max(), "net weight overflow");
+    h.net_weight[k] = static_cast<std::int32_t>(merged_weight[kept[k]]);
+  }
+  h.net_pins.resize(to_size(h.net_offsets.back()));
+  tbb::parallel_for(tbb::blocked_range<std::size_t>(0, kept.size()), [&](const tbb::blocked_range<std::size_t>& range) {
+    for (std::size_t k = range.begin(); k != range.end(); ++k)
+      std::copy_n(pins.begin() + offsets[kept[k]], distinct[kept[k]], h.net_pins.begin() + h.net_offsets[k]);
+  });
+  pins = {};
+  transpose_nets(h);
+  return h;
+}
+
+/// The finest hypergraph of `matrix` in `form`: every vertex of weight 1.
+Hypergraph finest_hypergraph(const CsrView& matrix, BlockAngularForm form) {
+  if (form == BlockAngularForm::kPrimal) {
+    std::vector<std::int32_t> pins(matrix.column_indices.size());
+    tbb::parallel_for(tbb::blocked_range<std::size_t>(0, pins.size()), [&](const tbb::blocked_range<std::size_t>& r) {
+      for (std::size_t e = r.begin(); e != r.end(); ++e) pins[e] = static_cast<std::int32_t>(matrix.column_indices[e]);
+    });
+    return build_hypergraph(std::vector<std::int64_t>(to_size(matrix.columns), 1), matrix.row_offsets, std::move(pins),
+                            {});
+  }
+  std::vector<std::int64_t> offsets(to_size(matrix.columns) + 1, 0);
+  for (const std::int64_t column : matrix.column_indices) ++offsets[to_size(column) + 1];
+  std::partial_sum(offsets.begin(), offsets.end(), offsets.begin());
+  std::vector<std::int32_t> pins(matrix.column_indices.size());
+  std::vector<std::int64_t> cursor(offsets.begin(), offsets.end() - 1);
+  for (std::int64_t row = 0; row < matrix.rows; ++row)
+    for (const std::int64_t column : matrix.row_columns(row))
+      pins[to_size(cursor[to_size(column)]++)] = static_cast<std::int32_t>(row);
+  return build_hypergraph(std::vector<std::int64_t>(to_size(matrix.rows), 1), offsets, std::move(pins), {});
+}
+
+// ---- coarsening: heavy-edge matching -------------------------------------------------------------
+
+/// The seeded random draws of one bisection (docs/rng.md, kBlockAngularReordering).
+struct Draws {
+  const RecordRng* rng = nullptr;
+  std::uint64_t bisection = 1;
+
+  /// The vertices 0 .. n − 1 in the order of (word 0 at counter (vertex, draw, bisection, 0), vertex).
+  std::vector<std::int32_t> order(std::int32_t n, std::uint64_t draw) const {
+    std::vector<std::pair<std::uint64_t, std::int32_t>> keys(static_cast<std::size_t>(n));
+    tbb::parallel_for(tbb::blocked_range<std::int32_t>(0, n), [&](const tbb::blocked_range<std::int32_t>& range) {
+      for (std::int32_t v = range.begin(); v != range.end(); ++v)
+        keys[static_cast<std::size_t>(v)] = {rng->bits({static_cast<std::uint64_t>(v), draw, bisection, 0})[0], v};
+    });
+    tbb::parallel_sort(keys.begin(), keys.end());
+    std::vector<std::int32_t> vertices(keys.size());
+    for (std::size_t i = 0; i < keys.size(); ++i) vertices[i] = keys[i].second;
+    return vertices;
+  }
+
+  /// The salt s of the matching's tie keys at level `level`: word 0 at counter (0, level, bisection, 1);
+  /// vertex u's tie key is splitmix64(u + s), computed where it is compared.
+  std::uint64_t tie_salt(std::uint64_t level) const { return rng->bits({0, level, bisection, 1})[0]; }
+};
+
+/// How many of its heaviest neighbours a vertex keeps from the parallel rating.
+constexpr std::size_t kCandidates = 8;
+
+/// Up to this many pins around a vertex (over its nets) are gathered and sorted to add up the edge
+/// weights; beyond it a dense accumulator over all vertices is used. Sorting a small list stays in
+/// the cache, where the accumulator's slots are scattered over millions of vertices at the finest
+/// levels.
+constexpr std::size_t kGatherLimit = 2048;
+
+/// The edge weights of one vertex to its neighbours (the nets they share, by weight), and the best of
+/// those neighbours: by edge weight, then by the smaller tie key, then by the smaller index.
+struct EdgeWeights {
+  std::vector<std::pair<std::int32_t, std::int32_t>> gathered;  // (neighbour, net weight)
+  std::vector<std::int32_t> weight;                             // the dense accumulator
+  std::vector<std::int32_t> touched;
+
+  /// Up to `count` neighbours of `v` that are `allowed`, best first, into `best`; returns how many.
+  template <typename Allowed>
+  std::size_t heaviest_neighbours(const Hypergraph& h, std::int32_t v, std::uint64_t salt, Allowed allowed,
+                                  std::int32_t* best, std::size_t count) {
+    std::array<std::int32_t, kCandidates> best_weight{};
+    std::array<std::uint64_t, kCandidates> best_tie{};
+    std::size_t found = 0;
+    const auto consider = [&](std::int32_t u, std::int32_t w) {
+      if (u == v) return;
+      const std::uint64_t tie = mix(static_cast<std::uint64_t>(u) + salt);
+      const auto before = [&](std::size_t i) {
+        if (w != best_weight[i]) return w > best_weight[i];
+        return tie != best_tie[i] ? tie < best_tie[i] : u < best[i];
+      };
+      if ((found == count && !before(count - 1)) || !allowed(u)) return;
+      std::size_t i = found < count ? found++ : count - 1;
+      for (; i > 0 && before(i - 1); --i) {
+        best[i] = best[i - 1];
+        best_weight[i] = best_weight[i - 1];
+        best_tie[i] = best_tie[i - 1];
+      }
+      best[i] = u;
+      best_weight[i] = w;
+      best_tie[i] = tie;
+    };
+    std::size_t around = 0;
+    for (const std::int32_t j : h.nets_of(v)) around += h.pins_of(j).size();
+    if (around <= kGatherLimit) {
+      gathered.clear();
+      for (const std::int32_t j : h.nets_of(v)) {
+        const std::int32_t w = h.net_weight[static_cast<std::size_t>(j)];
+        for (const std::int32_t u : h.pins_of(j)) gathered.emplace_back(u, w);
+      }
+      std::sort(gathered.begin(), gathered.end());
+      for (std::size_t i = 0; i < gathered.size();) {
+        const std::int32_t u = gathered[i].first;
+        std::int32_t w = 0;
+        for (; i < gathered.size() && gathered[i].first == u; ++i) w += gathered[i].second;
+        consider(u, w);
+      }
+      return found;
+    }
+    if (weight.size() != static_cast<std::size_t>(h.vertices()))
+      weight.assign(static_cast<std::size_t>(h.vertices()), 0);
+    for (const std::int32_t j : h.nets_of(v)) {
+      const std::int32_t w = h.net_weight[static_cast<std::size_t>(j)];
+      for (const std::int32_t u : h.pins_of(j)) {
+        std::int32_t& slot = weight[static_cast<std::size_t>(u)];
+        if (slot == 0) touched.push_back(u);
+        slot += w;
+      }
+    }
+    for (const std::int32_t u : touched) {
+      consider(u, weight[static_cast<std::size_t>(u)]);
+      weight[static_cast<std::size_t>(u)] = 0;
+    }
+    touched.clear();
+    return found;
+  }
+};
+
+/// Heavy-edge matching (tabular.md §2, step 1): the vertices visited in seeded random order, each
+/// unmatched one matched with the unmatched vertex of largest edge weight (none: it stays single), as
+/// long as the pair weighs at most `max_weight` (so that the coarsest level can still be balanced).
+/// Ties go to the neighbour of smaller seeded tie key rather than to the smallest index: at the finest
+/// level of a table's matrix almost every edge weight is 1, and the smallest index sends the vertices
+/// of a level to the same few low-numbered rows, which on generated tables left up to a fifth more
+/// linking columns and made the result swing widely between seeds.
+///
+/// The ratings run in parallel: every vertex keeps its kCandidates best neighbours. In the sequential
+/// visit the first of them still unmatched is its best unmatched neighbour, exactly; only a vertex
+/// whose kept candidates are all matched, and which has more neighbours, is rated again. Returns each
+/// vertex's partner, or itself.
+std::vector<std::int32_t> heavy_edge_matching(const Hypergraph& h, std::int64_t max_weight, const Draws& draws,
+                                              std::uint64_t level) {
+  const std::int32_t n = h.vertices();
+  const std::uint64_t salt = draws.tie_salt(level);
+  const auto fits = [&](std::int32_t v, std::int32_t u) {
+    return h.vertex_weight[static_cast<std::size_t>(v)] + h.vertex_weight[static_cast<std::size_t>(u)] <= max_weight;
+  };
+  std::vector<std::int32_t> candidates(static_cast<std::size_t>(n) * kCandidates, kNone);
+  std::vector<std::uint8_t> candidate_count(static_cast<std::size_t>(n), 0);
+  tbb::enumerable_thread_specific<EdgeWeights> accumulators;
+  tbb::parallel_for(tbb::blocked_range<std::int32_t>(0, n), [&](const tbb::blocked_range<std::int32_t>& range) {
+    EdgeWeights& accumulator = accumulators.local();
+    for (std::int32_t v = range.begin(); v != range.end(); ++v) {
+      std::int32_t* kept = &candidates[static_cast<std::size_t>(v) * kCandidates];
+      const std::size_t found = accumulator.heaviest_neighbours(
+          h, v, salt, [&](std::int32_t u) { return fits(v, u); }, kept, kCandidates);
+      candidate_count[static_cast<std::size_t>(v)] = static_cast<std::uint8_t>(found);
+    }
+  });
+  std::vector<std::int32_t> mate(static_cast<std::size_t>(n), kNone);
+  const auto unmatched = [&](std::int32_t u) { return mate[static_cast<std::size_t>(u)] == kNone; };
+  EdgeWeights accumulator;
+  for (const std::int32_t v : draws.order(n, level)) {
+    if (!unmatched(v)) continue;
+    const std::size_t count = candidate_count[static_cast<std::size_t>(v)];
+    const std::int32_t* kept = &candidates[static_cast<std::size_t>(v) * kCandidates];
+    std::int32_t partner = kNone;
+    for (std::size_t i = 0; i < count && partner == kNone; ++i)
+      if (unmatched(kept[i])) partner = kept[i];
+    if (partner == kNone && count == kCandidates)
+      accumulator.heaviest_neighbours(
+          h, v, salt, [&](std::int32_t u) { return unmatched(u) && fits(v, u); }, &partner, 1);
+    mate[static_cast<std::size_t>(v)] = partner == kNone ? v : partner;
+    if (partner != kNone) mate[static_cast<std::size_t>(partner)] = v;
+  }
+  return mate;
+}
+
+/// One coarser level: the matched pairs contracted (coarse vertices numbered in the order of their
+/// smaller vertex), the nets mapped onto them.
+struct Contraction {
+  Hypergraph coarse;
+  std::vector<std::int32_t> coarse_of;  // per vertex of the finer level
+};
+
+Contraction contract(const Hypergraph& h, const std::vector<std::int32_t>& mate) {
+  Contraction result;
+  result.coarse_of.assign(mate.size(), kNone);
+  std::vector<std::int64_t> weight;
+  for (std::size_t v = 0; v < mate.size(); ++v) {
+    const auto partner = static_cast<std::size_t>(mate[v]);
+    if (partner < v) continue;
+    result.coarse_of[v] = static_cast<std::int32_t>(weight.size());
+    result.coarse_of[partner] = static_cast<std::int32_t>(weight.size());
+    weight.push_back(h.vertex_weight[v] + (partner == v ? 0 : h.vertex_weight[partner]));
+  }
+  std::vector<std::int32_t> pins(h.net_pins.size());
+  tbb::parallel_for(tbb::blocked_range<std::size_t>(0, pins.size()), [&](const tbb::blocked_range<std::size_t>& range) {
+    for (std::size_t p = range.begin(); p != range.end(); ++p)
+      pins[p] = result.coarse_of[static_cast<std::size_t>(h.net_pins[p])];
+  });
+  result.coarse = build_hypergraph(std::move(weight), h.net_offsets, std::move(pins), h.net_weight);
+  return result;
+}
+
+// ---- bisection: Kernighan–Lin / Fiduccia–Mattheyses refinement -----------------------------------
+
+/// The balance of one bisection: part p will hold `blocks[p]` of the final blocks and may weigh at
+/// most `limit[p]`.
+struct BisectionTargets {
+  std::array<std::int64_t, 2> blocks{1, 1};
+  std::array<std::int64_t, 2> limit{0, 0};
+};
+
+struct Bisection {
+  std::vector<std::uint8_t> part;
+  std::array<std::int64_t, 2> weight{0, 0};
+  std::int64_t cut = 0;
+};
+
+/// What a refinement pass minimises, in this order: the weight above the limits, the net-cut, and
+/// the distance from the proportional split (|w0·k1 − w1·k0|).
+struct Quality {
+  std::int64_t overweight = 0;
+  std::int64_t cut = 0;
+  std::int64_t deviation = 0;
+  bool operator<(const Quality& other) const {
+    if (overweight != other.overweight) return overweight < other.overweight;
+    if (cut != other.cut) return cut < other.cut;
+    return deviation < other.deviation;
+  }
+};
+
+Quality quality(const Bisection& b, const BisectionTargets& t) {
+  return {std::max<std::int64_t>(0, b.weight[0] - t.limit[0]) + std::max<std::int64_t>(0, b.weight[1] - t.limit[1]),
+          b.cut, std::abs(b.weight[0] * t.blocks[1] - b.weight[1] * t.blocks[0])};
+}
+
+/// The gain buckets of tabular.md §2: per part and gain, a doubly linked list of the free vertices
+/// with that gain. A vertex whose gain changes goes to the head of its new list, so among equal gains
+/// the one changed last is taken first (the LIFO order of Fiduccia–Mattheyses buckets, which keeps a
+/// pass's moves together around the vertices just moved; taking the smallest index instead left up to
+/// a fifth more linking columns on a generated table). The vertices are first inserted from the largest
+/// index down, so before any change ties go to the smaller index. O(1) insertion, removal and update;
+/// the highest non-empty bucket is found by walking down from the last one known.
+class GainBuckets {
+ public:
+  GainBuckets(std::int32_t vertices, std::int64_t max_gain)
+      : max_gain_(max_gain), next_(static_cast<std::size_t>(vertices)), previous_(static_cast<std::size_t>(vertices)) {
+    for (auto& heads : heads_) heads.assign(to_size(2 * max_gain + 1), kNone);
+  }
+
+  void insert(std::uint8_t part, std::int32_t v, std::int64_t gain) {
+    const auto bucket = to_size(gain + max_gain_);
+    std::int32_t& head = heads_[part][bucket];
+    next_[static_cast<std::size_t>(v)] = head;
+    previous_[static_cast<std::size_t>(v)] = kNone;
+    if (head != kNone) previous_[static_cast<std::size_t>(head)] = v;
+    head = v;
+    top_[part] = std::max(top_[part], static_cast<std::int64_t>(bucket));
+  }
+  void remove(std::uint8_t part, std::int32_t v, std::int64_t gain) {
+    const std::int32_t next = next_[static_cast<std::size_t>(v)];
+    const std::int32_t previous = previous_[static_cast<std::size_t>(v)];
+    if (previous == kNone)
+      heads_[part][to_size(gain + max_gain_)] = next;
+    else
+      next_[static_cast<std::size_t>(previous)] = next;
+    if (next != kNone) previous_[static_cast<std::size_t>(next)] = previous;
+  }
+  /// The free vertex of largest gain in `part`, or kNone.
+  std::int32_t best(std::uint8_t part) {
+    std::int64_t& top = top_[part];
+    while (top >= 0 && heads_[part][to_size(top)] == kNone) --top;
+    return top >= 0 ? heads_[part][to_size(top)] : kNone;
+  }
+  /// Empties both parts, marking their vertices not free.
+  void clear(std::vector<std::uint8_t>& free) {
+    for (std::uint8_t part = 0; part < 2; ++part) {
+      for (std::int64_t bucket = top_[part]; bucket >= 0; --bucket) {
+        for (std::int32_t v = heads_[part][to_size(bucket)]; v != kNone; v = next_[static_cast<std::size_t>(v)])
+          free[static_cast<std::size_t>(v)] = 0;
+        heads_[part][to_size(bucket)] = kNone;
+      }
+      top_[part] = -1;
+    }
+  }
+
+ private:
+  std::int64_t max_gain_;
+  std::array<std::vector<std::int32_t>, 2> heads_;
+  std::array<std::int64_t, 2> top_{-1, -1};
+  std::vector<std::int32_t> next_;
+  std::vector<std::int32_t> previous_;
+};
+
+/// The largest weighted degree of a vertex: no gain exceeds it in magnitude.
+std::int64_t largest_degree(const Hypergraph& h) {
+  return tbb::parallel_reduce(
+      tbb::blocked_range<std::int32_t>(0, h.vertices()), std::int64_t{0},
+      [&](const tbb::blocked_range<std::int32_t>& range, std::int64_t largest) {
+        for (std::int32_t v = range.begin(); v != range.end(); ++v) {
+          std::int64_t degree = 0;
+          for (const std::int32_t j : h.nets_of(v)) degree += h.net_weight[static_cast<std::size_t>(j)];
+          largest = std::max(largest, degree);
+        }
+        return largest;
+      },
+      [](std::int64_t a, std::int64_t b) { return std::max(a, b); });
+}
+
+/// A pass ends once this many moves in a row have not improved on its best prefix. The method's pass
+/// moves every vertex, but what comes after the best prefix is rolled back anyway, and on a level of
+/// millions of vertices a full pass costs seconds; on generated tables ending at 1000 changed the
+/// linking size by a few percent either way and made the reordering up to four times faster.
+constexpr std::size_t kFruitlessMoves = 1000;
+
+/// Kernighan–Lin passes with Fiduccia–Mattheyses gain updates on one level (tabular.md §2, step 2).
+class Refiner {
+ public:
+  Refiner(const Hypergraph& h, const BisectionTargets& targets)
+      : h_(h),
+        targets_(targets),
+        pin_count_(2 * static_cast<std::size_t>(h.nets()), 0),
+        gain_(static_cast<std::size_t>(h.vertices()), 0),
+        delta_(static_cast<std::size_t>(h.vertices()), 0),
+        free_(static_cast<std::size_t>(h.vertices()), 0),
+        buckets_(h.vertices(), largest_degree(h)) {}
+
+  /// Passes from `b` (its parts set) until one brings no improvement, or `max_passes` of them (0: no
+  /// limit); sets its weights and net-cut.
+  void refine(Bisection& b, int max_passes) {
+    measure(b);
+    for (int pass = 0; max_passes == 0 || pass < max_passes; ++pass)
+      if (!improving_pass(b)) break;
+  }
+
+ private:
+  std::int32_t& count(std::int32_t net, std::uint8_t part) {
+    return pin_count_[2 * static_cast<std::size_t>(net) + part];
+  }
+
+  /// Sets the pin counts, the part weights, the net-cut of `b` and every vertex's gain from its parts.
+  void measure(Bisection& b) {
+    b.weight = {0, 0};
+    for (std::size_t v = 0; v < b.part.size(); ++v) b.weight[b.part[v]] += h_.vertex_weight[v];
+    b.cut = tbb::parallel_reduce(
+        tbb::blocked_range<std::int32_t>(0, h_.nets()), std::int64_t{0},
+        [&](const tbb::blocked_range<std::int32_t>& range, std::int64_t cut) {
+          for (std::int32_t j = range.begin(); j != range.end(); ++j) {
+            const auto pins = h_.pins_of(j);
+            std::int32_t in_second = 0;
+            for (const std::int32_t v : pins) in_second += b.part[static_cast<std::size_t>(v)];
+            count(j, 0) = static_cast<std::int32_t>(pins.size()) - in_second;
+            count(j, 1) = in_second;
+            if (in_second > 0 && in_second < static_cast<std::int32_t>(pins.size()))
+              cut += h_.net_weight[static_cast<std::size_t>(j)];
+          }
+          return cut;
+        },
+        std::plus<>());
+    tbb::parallel_for(tbb::blocked_range<std::int32_t>(0, h_.vertices()),
+                      [&](const tbb::blocked_range<std::int32_t>& r) {
+                        for (std::int32_t v = r.begin(); v != r.end(); ++v) {
+                          const std::uint8_t own = b.part[static_cast<std::size_t>(v)];
+                          std::int64_t gain = 0;
+                          for (const std::int32_t j : h_.nets_of(v)) {
+                            const std::int32_t in_own = pin_count_[2 * static_cast<std::size_t>(j) + own];
+                            const std::int32_t in_other = pin_count_[2 * static_cast<std::size_t>(j) + (1U - own)];
+                            if (in_own == 1 && in_other >= 1)
+                              gain += h_.net_weight[static_cast<std::size_t>(j)];
+                            else if (in_other == 0 && in_own >= 2)
+                              gain -= h_.net_weight[static_cast<std::size_t>(j)];
+                          }
+                          gain_[static_cast<std::size_t>(v)] = gain;
+                        }
+                      });
+  }
+
+  void add_gain(std::int32_t v, std::int64_t change) {
+    std::int64_t& d = delta_[static_cast<std::size_t>(v)];
+    if (d == 0) touched_.push_back(v);
+    d += change;
+  }
+
+  /// Moves `vertex` to the other part, updating the other vertices' gains by the FM rules of
+  /// tabular.md §2. The rules are applied to every vertex, locked or not, so that the gains stay
+  /// exact across passes and a move is undone by moving back; a free vertex whose gain changed moves
+  /// between buckets once, after all its nets. The moved vertex's own gain changes sign.
+  void move(Bisection& b, std::int32_t vertex) {
+    const std::uint8_t from = b.part[static_cast<std::size_t>(vertex)];
+    const auto to = static_cast<std::uint8_t>(1 - from);
+    b.part[static_cast<std::size_t>(vertex)] = to;
+    for (const std::int32_t j : h_.nets_of(vertex)) {
+      const std::int64_t w = h_.net_weight[static_cast<std::size_t>(j)];
+      const auto pins = h_.pins_of(j);
+      if (count(j, to) == 0) {
+        for (const std::int32_t u : pins)
+          if (u != vertex) add_gain(u, w);
+      } else if (count(j, to) == 1) {
+        for (const std::int32_t u : pins)
+          if (u != vertex && b.part[static_cast<std::size_t>(u)] == to) {
+            add_gain(u, -w);
+            break;
+          }
+      }
+      --count(j, from);
+      ++count(j, to);
+      if (count(j, from) == 0) {
+        for (const std::int32_t u : pins)
+          if (u != vertex) add_gain(u, -w);
+      } else if (count(j, from) == 1) {
+        for (const std::int32_t u : pins)
+          if (b.part[static_cast<std::size_t>(u)] == from) {
+            add_gain(u, w);
+            break;
+          }
+      }
+    }
+    for (const std::int32_t u : touched_) {
+      std::int64_t& d = delta_[static_cast<std::size_t>(u)];
+      if (d == 0) continue;
+      std::int64_t& gain = gain_[static_cast<std::size_t>(u)];
+      if (free_[static_cast<std::size_t>(u)] != 0) {
+        const std::uint8_t part = b.part[static_cast<std::size_t>(u)];
+        buckets_.remove(part, u, gain);
+        buckets_.insert(part, u, gain + d);
+      }
+      gain += d;
+      d = 0;
+    }
+    touched_.clear();
+    gain_[static_cast<std::size_t>(vertex)] = -gain_[static_cast<std::size_t>(vertex)];
+    const std::int64_t weight = h_.vertex_weight[static_cast<std::size_t>(vertex)];
+    b.weight[from] -= weight;
+    b.weight[to] += weight;
+  }
+
+  /// The part to move from: the heavier relative to its share of the blocks (ties: part 0).
+  std::uint8_t heavier(const Bisection& b) const {
+    return b.weight[0] * targets_.blocks[1] >= b.weight[1] * targets_.blocks[0] ? 0 : 1;
+  }
+
+  /// One inner pass: vertices moved and locked one at a time, from the heavier part, largest gain
+  /// first, even when the gain is negative; a move that would push the other part over its limit is
+  /// not taken (the vertex is locked where it is). The pass ends when every vertex is locked or after
+  /// kFruitlessMoves moves without a better prefix, and is rolled back to its best prefix. True when
+  /// that prefix has less weight over the limits or, with as little, a smaller net-cut than the start (a
+  /// prefix that only evens the weights out is kept but ends the passes).
+  bool improving_pass(Bisection& b) {
+    std::fill(free_.begin(), free_.end(), std::uint8_t{1});
+    for (std::int32_t v = h_.vertices(); v-- > 0;)
+      buckets_.insert(b.part[static_cast<std::size_t>(v)], v, gain_[static_cast<std::size_t>(v)]);
+    const Quality start = quality(b, targets_);
+    Quality best = start;
+    std::size_t best_prefix = 0;
+    moves_.clear();
+    for (;;) {
+      if (moves_.size() >= best_prefix + kFruitlessMoves) {
+        buckets_.clear(free_);
+        break;
+      }
+      auto from = heavier(b);
+      std::int32_t v = buckets_.best(from);
+      if (v == kNone) {
+        from = static_cast<std::uint8_t>(1 - from);
+        v = buckets_.best(from);
+      }
+      if (v == kNone) break;
+      buckets_.remove(from, v, gain_[static_cast<std::size_t>(v)]);
+      free_[static_cast<std::size_t>(v)] = 0;
+      const auto to = static_cast<std::uint8_t>(1 - from);
+      if (b.weight[to] + h_.vertex_weight[static_cast<std::size_t>(v)] > targets_.limit[to]) continue;
+      b.cut -= gain_[static_cast<std::size_t>(v)];
+      move(b, v);
+      moves_.push_back(v);
+      const Quality now = quality(b, targets_);
+      if (now < best) {
+        best = now;
+        best_prefix = moves_.size();
+      }
+    }
+    for (std::size_t i = moves_.size(); i-- > best_prefix;) move(b, moves_[i]);
+    b.cut = best.cut;
+    return best.overweight < start.overweight || (best.overweight == start.overweight && best.cut < start.cut);
+  }
+
+  const Hypergraph& h_;
+  const BisectionTargets& targets_;
+  std::vector<std::int32_t> pin_count_;  // per net: pins in part 0, pins in part 1
+  std::vector<std::int64_t> gain_;
+  std::vector<std::int64_t> delta_;
+  std::vector<std::int32_t> touched_;
+  std::vector<std::uint8_t> free_;
+  GainBuckets buckets_;
+  std::vector<std::int32_t> moves_;
+};
+
+/// Initial bisection `number` (tabular.md §2, step 2): the vertices in index order (number 0) or in
+/// seeded random order fill part 0 until it reaches its share of the weight, the rest is part 1.
+Bisection initial_bisection(const Hypergraph& h, const BisectionTargets& targets, const Draws& draws,
+                            std::int32_t number) {
+  std::vector<std::int32_t> order;
+  if (number == 0) {
+    order.resize(static_cast<std::size_t>(h.vertices()));
+    std::iota(order.begin(), order.end(), 0);
+  } else {
+    order = draws.order(h.vertices(), (std::uint64_t{1} << 32U) + static_cast<std::uint64_t>(number));
+  }
+  Bisection b;
+  b.part.assign(static_cast<std::size_t>(h.vertices()), 1);
+  const std::int64_t total = h.total_vertex_weight();
+  const std::int64_t blocks = targets.blocks[0] + targets.blocks[1];
+  std::int64_t weight = 0;
+  for (const std::int32_t v : order) {
+    if (weight * blocks >= total * targets.blocks[0]) break;
+    b.part[static_cast<std::size_t>(v)] = 0;
+    weight += h.vertex_weight[static_cast<std::size_t>(v)];
+  }
+  return b;
+}
+
+/// The best of `count` initial bisections of `h`, each refined by passes until no improvement (in
+/// parallel; the winner by quality, ties to the smaller number).
+Bisection best_initial_bisection(const Hypergraph& h, const BisectionTargets& targets, const Draws& draws,
+                                 std::int32_t count) {
+  std::vector<Bisection> candidates(static_cast<std::size_t>(count));
+  tbb::parallel_for(0, count, [&](std::int32_t i) {
+    Bisection b = initial_bisection(h, targets, draws, i);
+    Refiner(h, targets).refine(b, 0);
+    candidates[static_cast<std::size_t>(i)] = std::move(b);
+  });
+  std::size_t best = 0;
+  for (std::size_t i = 1; i < candidates.size(); ++i)
+    if (quality(candidates[i], targets) < quality(candidates[best], targets)) best = i;
+  return std::move(candidates[best]);
+}
+
+/// Passes per level while uncoarsening: until a pass brings no improvement (0). The method's one pass
+/// per level left up to a quarter more linking columns on a generated table; with passes that end
+/// after kFruitlessMoves, the further passes cost little.
+constexpr int kUncoarseningPasses = 0;
+
+/// The levels of the multilevel hierarchy below `h` (tabular.md §2, step 1), until at most
+/// `coarsest_vertices` vertices with nets remain or a level matches fewer than a
+/// `minimum_coarsening_reduction` share of them. Vertices without nets are not counted: no matching
+/// can pair them, and after the first bisection there are many (rows whose columns were all linking);
+/// they stay single and give the refinement fine-grained balance.
+std::vector<Contraction> coarsen(const Hypergraph& h, const ReorderingOptions& options, const Draws& draws) {
+  std::vector<Contraction> hierarchy;
+  const std::int64_t total = h.total_vertex_weight();
+  const std::int64_t max_weight = (2 * total + options.coarsest_vertices - 1) / options.coarsest_vertices;
+  for (;;) {
+    const Hypergraph& finer = hierarchy.empty() ? h : hierarchy.back().coarse;
+    std::int64_t connected = 0;
+    for (std::int32_t v = 0; v < finer.vertices(); ++v) connected += finer.nets_of(v).empty() ? 0 : 1;
+    if (connected <= options.coarsest_vertices) break;
+    const std::vector<std::int32_t> mate =
+        heavy_edge_matching(finer, max_weight, draws, static_cast<std::uint64_t>(hierarchy.size()));
+    std::int64_t pairs = 0;
+    for (std::size_t v = 0; v < mate.size(); ++v) pairs += static_cast<std::size_t>(mate[v]) > v ? 1 : 0;
+    if (static_cast<double>(pairs) < options.minimum_coarsening_reduction * static_cast<double>(connected)) break;
+    Contraction next = contract(finer, mate);  // `finer` may live in `hierarchy`: push after contracting
+    hierarchy.push_back(std::move(next));
+  }
+  return hierarchy;
+}
+
+/// A bisection of `h` within `targets` (tabular.md §2, steps 1, 2 and 4): coarsened (unless the
+/// algorithm is single-level), the coarsest level bisected from several starts, the best projected
+/// back level by level with refinement at each. `levels`, when given, receives each level's size and
+/// refined net-cut, finest first.
+std::vector<std::uint8_t> bisect(const Hypergraph& h, const BisectionTargets& targets, const ReorderingOptions& options,
+                                 const Draws& draws, std::vector<CoarseningLevel>* levels) {
+  std::vector<Contraction> hierarchy;
+  if (options.algorithm == ReorderingAlgorithm::kMultilevel) hierarchy = coarsen(h, options, draws);
+  const auto level = [&](std::size_t i) -> const Hypergraph& { return i == 0 ? h : hierarchy[i - 1].coarse; };
+  std::vector<CoarseningLevel> statistics(hierarchy.size() + 1);
+  const auto record = [&](std::size_t i, const Bisection& b) {
+    statistics[i] = {level(i).vertices(), level(i).total_net_weight(), b.cut};
+  };
+  Bisection b = best_initial_bisection(level(hierarchy.size()), targets, draws, options.initial_partitions);
+  record(hierarchy.size(), b);
+  for (std::size_t i = hierarchy.size(); i-- > 0;) {
+    Bisection finer;
+    finer.part.resize(hierarchy[i].coarse_of.size());
+    for (std::size_t v = 0; v < finer.part.size(); ++v)
+      finer.part[v] = b.part[static_cast<std::size_t>(hierarchy[i].coarse_of[v])];
+    hierarchy[i].coarse = {};
+    Refiner(level(i), targets).refine(finer, kUncoarseningPasses);
+    b = std::move(finer);
+    record(i, b);
+  }
+  if (levels != nullptr) *levels = std::move(statistics);
+  return std::move(b.part);
+}
+
+// ---- k blocks: recursive bisection ---------------------------------------------------------------
+
+/// The hypergraph of `h` on `vertices` (increasing), renumbered in their order, with the nets `keep`
+/// accepts (their pins must all be among `vertices`).
+template <typename Keep>
+Hypergraph induced(const Hypergraph& h, const std::vector<std::int32_t>& vertices, Keep keep) {
+  Hypergraph sub;
+  std::vector<std::int32_t> local(static_cast<std::size_t>(h.vertices()), kNone);
+  sub.vertex_weight.reserve(vertices.size());
+  for (const std::int32_t v : vertices) {
+    local[static_cast<std::size_t>(v)] = static_cast<std::int32_t>(sub.vertex_weight.size());
+    sub.vertex_weight.push_back(h.vertex_weight[static_cast<std::size_t>(v)]);
+  }
+  std::vector<std::uint8_t> kept(static_cast<std::size_t>(h.nets()), 0);
+  tbb::parallel_for(tbb::blocked_range<std::int32_t>(0, h.nets()), [&](const tbb::blocked_range<std::int32_t>& range) {
+    for (std::int32_t j = range.begin(); j != range.end(); ++j) kept[static_cast<std::size_t>(j)] = keep(j) ? 1 : 0;
+  });
+  std::vector<std::int32_t> old_net;
+  for (std::int32_t j = 0; j < h.nets(); ++j) {
+    if (kept[static_cast<std::size_t>(j)] == 0) continue;
+    old_net.push_back(j);
+    sub.net_offsets.push_back(sub.net_offsets.back() + static_cast<std::int64_t>(h.pins_of(j).size()));
+    sub.net_weight.push_back(h.net_weight[static_cast<std::size_t>(j)]);
+  }
+  sub.net_pins.resize(to_size(sub.net_offsets.back()));
+  tbb::parallel_for(tbb::blocked_range<std::size_t>(0, old_net.size()),
+                    [&](const tbb::blocked_range<std::size_t>& range) {
+                      for (std::size_t k = range.begin(); k != range.end(); ++k) {
+                        auto out = sub.net_pins.begin() + sub.net_offsets[k];
+                        for (const std::int32_t v : h.pins_of(old_net[k])) *out++ = local[static_cast<std::size_t>(v)];
+                      }
+                    });
+  transpose_nets(sub);
+  return sub;
+}
+
+/// The sub-hypergraph of the vertices in part `p`: the nets lying wholly in it. A net this bisection
+/// cuts is linking whatever the later bisections do, so it drops out of them rather than being
+/// restricted to the part (restricted, it would make them keep together what is cut already: on
+/// generated tables that left up to a fifth more linking columns at k = 8).
+std::pair<Hypergraph, std::vector<std::int32_t>> part_hypergraph(const Hypergraph& h,
+                                                                 const std::vector<std::uint8_t>& part, std::uint8_t p,
+                                                                 const std::vector<std::int32_t>& original) {
+  std::vector<std::int32_t> vertices;
+  std::vector<std::int32_t> sub_original;
+  for (std::size_t v = 0; v < part.size(); ++v) {
+    if (part[v] != p) continue;
+    vertices.push_back(static_cast<std::int32_t>(v));
+    sub_original.push_back(original[v]);
+  }
+  Hypergraph sub = induced(h, vertices, [&](std::int32_t j) {
+    const auto pins = h.pins_of(j);
+    return std::all_of(pins.begin(), pins.end(),
+                       [&](std::int32_t v) { return part[static_cast<std::size_t>(v)] == p; });
+  });
+  return {std::move(sub), std::move(sub_original)};
+}
+
+struct Recursion {
+  const ReorderingOptions& options;
+  RecordRng rng;
+  std::int64_t block_limit = 0;  // ⌈(1 + ε) × total / k⌉, the most a final block may weigh
+  double mean_block = 0.0;       // total / k
+  std::vector<std::int32_t>& vertex_block;
+  std::vector<CoarseningLevel>& levels;
+
+  /// The limits of a bisection of weight `total` into blocks[0] + blocks[1] final blocks: each part at
+  /// most its blocks × the final block limit (so that its final blocks can meet it), at most its share
+  /// grown by an ε' that leaves the same slack to every later bisection ((1 + ε')^depth × the mean of
+  /// its blocks = (1 + ε) × the global mean block), at least its share, and light enough to leave one
+  /// vertex to every final block of the other part.
+  BisectionTargets targets(std::int64_t total, std::int64_t blocks) const {
+    BisectionTargets t;
+    t.blocks = {blocks / 2, blocks - blocks / 2};
+    const double depth = std::ceil(std::log2(static_cast<double>(blocks)));
+    const double ratio =
+        (1.0 + options.imbalance) * mean_block * static_cast<double>(blocks) / static_cast<double>(total);
+    const double epsilon = std::max(0.0, std::pow(ratio, 1.0 / depth) - 1.0);
+    for (std::size_t p = 0; p < 2; ++p) {
+      const std::int64_t share = (total * t.blocks[p] + blocks - 1) / blocks;
+      const auto grown =
+          static_cast<std::int64_t>(std::ceil((1.0 + epsilon) * static_cast<double>(total) *
+                                              static_cast<double>(t.blocks[p]) / static_cast<double>(blocks)));
+      t.limit[p] = std::min({t.blocks[p] * block_limit, std::max(share, grown), total - t.blocks[1 - p]});
+    }
+    return t;
+  }
+
+  /// Splits `h` (whose vertex v is the original vertex original[v]) into `blocks` final blocks numbered
+  /// from `first_block`: part 0 takes ⌊blocks / 2⌋ of them (k = 3 splits 1 : 2). The two halves run as
+  /// parallel tasks; every draw is keyed by the bisection's number (1 for the whole matrix, 2b and
+  /// 2b + 1 for the parts of bisection b), so the result is that of any serial order, such as the
+  /// method's heavier block first.
+  void split(Hypergraph h, std::vector<std::int32_t> original, std::int32_t first_block, std::int32_t blocks,
+             std::uint64_t bisection) {
+    if (blocks == 1) {
+      for (const std::int32_t v : original) vertex_block[static_cast<std::size_t>(v)] = first_block;
+      return;
+    }
+    const BisectionTargets t = targets(h.total_vertex_weight(), blocks);
+    const std::vector<std::uint8_t> part =
+        bisect(h, t, options, Draws{&rng, bisection}, bisection == 1 ? &levels : nullptr);
+    // The finest level has unit weights, and a pass from an overweight start moves from the heavier
+    // part until the best prefix is within the limits; so a bisection always ends within them.
+    std::array<std::int64_t, 2> weight{0, 0};
+    for (std::size_t v = 0; v < part.size(); ++v) weight[part[v]] += h.vertex_weight[v];
+    SDC_CHECK(weight[0] <= t.limit[0] && weight[1] <= t.limit[1], "a bisection breaks its weight limits");
+    std::pair<Hypergraph, std::vector<std::int32_t>> first = part_hypergraph(h, part, 0, original);
+    std::pair<Hypergraph, std::vector<std::int32_t>> second = part_hypergraph(h, part, 1, original);
+    h = {};
+    original = {};
+    const auto first_blocks = static_cast<std::int32_t>(t.blocks[0]);
+    tbb::task_group group;
+    group.run(
+        [&] { split(std::move(first.first), std::move(first.second), first_block, first_blocks, 2 * bisection); });
+    split(std::move(second.first), std::move(second.second), first_block + first_blocks, blocks - first_blocks,
+          2 * bisection + 1);
+    group.wait();
+  }
+};
+
+// ---- the ordering --------------------------------------------------------------------------------
+
+/// Per net (columns in the dual form, rows in the primal): its block when all its non-zeros lie in
+/// one, kLinking when they span more, 0 when it has none.
+std::vector<std::int32_t> net_blocks(const CsrView& matrix, BlockAngularForm form,
+                                     const std::vector<std::int32_t>& vertex_block) {
+  constexpr std::int32_t kUnseen = -2;
+  if (form == BlockAngularForm::kPrimal) {
+    std::vector<std::int32_t> blocks(to_size(matrix.rows), 0);
+    tbb::parallel_for(tbb::blocked_range<std::int64_t>(0, matrix.rows), [&](const tbb::blocked_range<std::int64_t>& r) {
+      for (std::int64_t row = r.begin(); row != r.end(); ++row) {
+        std::int32_t block = kUnseen;
+        for (const std::int64_t column : matrix.row_columns(row)) {
+          const std::int32_t b = vertex_block[to_size(column)];
+          if (block == kUnseen) {
+            block = b;
+          } else if (block != b) {
+            block = BlockAngularOrdering::kLinking;
+            break;
+          }
+        }
+        blocks[to_size(row)] = block == kUnseen ? 0 : block;
+      }
+    });
+    return blocks;
+  }
+  std::vector<std::int32_t> blocks(to_size(matrix.columns), kUnseen);
+  for (std::int64_t row = 0; row < matrix.rows; ++row) {
+    const std::int32_t b = vertex_block[to_size(row)];
+    for (const std::int64_t column : matrix.row_columns(row)) {
+      std::int32_t& block = blocks[to_size(column)];
+      if (block == kUnseen)
+        block = b;
+      else if (block != b)
+        block = BlockAngularOrdering::kLinking;
+    }
+  }
+  for (std::int32_t& block : blocks)
+    if (block == kUnseen) block = 0;
+  return blocks;
+}
+
+/// Positions → original indices: block 0's first, …, the linking ones last, each in original order.
+std::vector<std::int64_t> order_by_block(const std::vector<std::int32_t>& block_of, std::int32_t blocks) {
+  std::vector<std::int64_t> start(static_cast<std::size_t>(blocks) + 2, 0);
+  const auto slot = [&](std::int32_t block) {
+    return block == BlockAngularOrdering::kLinking ? static_cast<std::size_t>(blocks) : static_cast<std::size_t>(block);
+  };
+  for (const std::int32_t block : block_of) ++start[slot(block) + 1];
+  std::partial_sum(start.begin(), start.end(), start.begin());
+  std::vector<std::int64_t> order(block_of.size());
+  for (std::size_t i = 0; i < block_of.size(); ++i)
+    order[to_size(start[slot(block_of[i])]++)] = static_cast<std::int64_t>(i);
+  return order;
+}
+
+std::vector<std::int64_t> block_sizes(const std::vector<std::int32_t>& block_of, std::int32_t blocks) {
+  std::vector<std::int64_t> sizes(static_cast<std::size_t>(blocks), 0);
+  for (const std::int32_t block : block_of)
+    if (block != BlockAngularOrdering::kLinking) ++sizes[static_cast<std::size_t>(block)];
+  return sizes;
+}
+
+double imbalance_of(const std::vector<std::int64_t>& weights) {
+  const std::int64_t total = std::accumulate(weights.begin(), weights.end(), std::int64_t{0});
+  const std::int64_t largest = weights.empty() ? 0 : *std::max_element(weights.begin(), weights.end());
+  if (total == 0) return 0.0;
+  const double mean = static_cast<double>(total) / static_cast<double>(weights.size());
+  return static_cast<double>(largest) / mean - 1.0;
+}
+
+std::int64_t partitioned_count(const CsrView& matrix, BlockAngularForm form) {
+  return form == BlockAngularForm::kDual ? matrix.rows : matrix.columns;
+}
+
+const char* form_name(BlockAngularForm form) { return form == BlockAngularForm::kDual ? "dual" : "primal"; }
+
+}  // namespace
+
+void check_reordering_options(const CsrView& matrix, const ReorderingOptions& options) {
+  const std::int64_t vertices = partitioned_count(matrix, options.form);
+  const std::string what = options.form == BlockAngularForm::kDual ? "rows" : "columns";
+  if (options.blocks < 2)
+    throw ParameterError("block-angular reordering: blocks is " + std::to_string(options.blocks) + ", give at least 2");
+  if (options.blocks > vertices)
+    throw ParameterError("block-angular reordering: blocks is " + std::to_string(options.blocks) + ", more than the " +
+                         std::to_string(vertices) + " " + what + " the " + form_name(options.form) + " form splits");
+  if (!(options.imbalance > 0.0 && options.imbalance < 1.0))
+    throw ParameterError("block-angular reordering: imbalance must lie strictly between 0 and 1");
+  if (options.initial_partitions < 1)
+    throw ParameterError("block-angular reordering: initial_partitions must be at least 1");
+  if (options.coarsest_vertices < 2)
+    throw ParameterError("block-angular reordering: coarsest_vertices must be at least 2");
+  if (!(options.minimum_coarsening_reduction > 0.0 && options.minimum_coarsening_reduction < 1.0))
+    throw ParameterError("block-angular reordering: minimum_coarsening_reduction must lie strictly between 0 and 1");
+}
+
+BlockAngularOrdering reorder_block_angular(const CsrView& matrix, const ReorderingOptions& options) {
+  check_reordering_options(matrix, options);
+  if (const auto problem = matrix.problem()) throw ParameterError("block-angular reordering: the matrix: " + *problem);
+  constexpr std::int64_t kMaxIndex = std::numeric_limits<std::int32_t>::max() - 1;
+  if (matrix.rows > kMaxIndex || matrix.columns > kMaxIndex)
+    throw ParameterError("block-angular reordering: " + std::to_string(matrix.rows) + " rows and " +
+                         std::to_string(matrix.columns) + " columns; at most 2^31 - 2 of each");
+  const std::int64_t vertices = partitioned_count(matrix, options.form);
+
+  BlockAngularOrdering ordering;
+  ordering.form = options.form;
+  ordering.blocks = options.blocks;
+  std::vector<std::int32_t> vertex_block(to_size(vertices), 0);
+  {
+    Hypergraph finest = finest_hypergraph(matrix, options.form);
+    std::vector<std::int32_t> original(to_size(vertices));
+    std::iota(original.begin(), original.end(), 0);
+    const double mean = static_cast<double>(vertices) / static_cast<double>(options.blocks);
+    Recursion recursion{options,
+                        RecordRng(options.seed, StepId::kBlockAngularReordering),
+                        static_cast<std::int64_t>(std::ceil((1.0 + options.imbalance) * mean)),
+                        mean,
+                        vertex_block,
+                        ordering.levels};
+    recursion.split(std::move(finest), std::move(original), 0, options.blocks, 1);
+  }
+  std::vector<std::int32_t> nets = net_blocks(matrix, options.form, vertex_block);
+  if (options.form == BlockAngularForm::kDual) {
+    ordering.row_block = std::move(vertex_block);
+    ordering.column_block = std::move(nets);
+  } else {
+    ordering.row_block = std::move(nets);
+    ordering.column_block = std::move(vertex_block);
+  }
+  ordering.row_order = order_by_block(ordering.row_block, ordering.blocks);
+  ordering.column_order = order_by_block(ordering.column_block, ordering.blocks);
+  ordering.block_rows = block_sizes(ordering.row_block, ordering.blocks);
+  ordering.block_columns = block_sizes(ordering.column_block, ordering.blocks);
+  const std::vector<std::int32_t>& net_block =
+      options.form == BlockAngularForm::kDual ? ordering.column_block : ordering.row_block;
+  ordering.linking_size = std::count(net_block.begin(), net_block.end(), BlockAngularOrdering::kLinking);
+  ordering.imbalance =
+      imbalance_of(options.form == BlockAngularForm::kDual ? ordering.block_rows : ordering.block_columns);
+  return ordering;
+}
+
+std::int64_t net_cut(const CsrView& matrix, BlockAngularForm form, const std::vector<std::int32_t>& vertex_block) {
+  if (static_cast<std::int64_t>(vertex_block.size()) != partitioned_count(matrix, form))
+    throw ParameterError("net_cut: vertex_block has " + std::to_string(vertex_block.size()) + " entries for " +
+                         std::to_string(partitioned_count(matrix, form)) + " vertices");
+  if (std::any_of(vertex_block.begin(), vertex_block.end(), [](std::int32_t b) { return b < 0; }))
+    throw ParameterError("net_cut: vertex_block holds a negative block");
+  const std::vector<std::int32_t> blocks = net_blocks(matrix, form, vertex_block);
+  return std::count(blocks.begin(), blocks.end(), BlockAngularOrdering::kLinking);
+}
+
+std::optional<std::string> block_pattern_problem(const CsrView& matrix, const BlockAngularOrdering& o) {
+  const bool dual = o.form == BlockAngularForm::kDual;
+  const std::int32_t k = o.blocks;
+  if (k < 1) return "blocks is " + std::to_string(k);
+  if (o.row_block.size() != to_size(matrix.rows) || o.column_block.size() != to_size(matrix.columns))
+    return std::string("row_block or column_block does not have one entry per row or column");
+  if (o.row_order.size() != to_size(matrix.rows) || o.column_order.size() != to_size(matrix.columns))
+    return std::string("row_order or column_order does not have one entry per row or column");
+  if (o.block_rows.size() != static_cast<std::size_t>(k) || o.block_columns.size() != static_cast<std::size_t>(k))
+    return std::string("block_rows or block_columns does not have one entry per block");
+  const auto check_blocks = [&](const std::vector<std::int32_t>& block_of, bool linking_allowed,
+                                const char* what) -> std::optional<std::string> {
+    for (std::size_t i = 0; i < block_of.size(); ++i) {
+      const std::int32_t b = block_of[i];
+      if (b == BlockAngularOrdering::kLinking ? !linking_allowed : (b < 0 || b >= k))
+        return std::string(what) + " " + std::to_string(i) + " has block " + std::to_string(b) +
+               (b == BlockAngularOrdering::kLinking ? ", linking in the " + std::string(form_name(o.form)) + " form"
+                                                    : ", outside 0 .. " + std::to_string(k - 1));
+    }
+    return std::nullopt;
+  };
+  if (auto problem = check_blocks(o.row_block, !dual, "row")) return problem;
+  if (auto problem = check_blocks(o.column_block, dual, "column")) return problem;
+  // Each order a permutation in which (block, linking last; original index) increases.
+  const auto check_order = [&](const std::vector<std::int64_t>& order, const std::vector<std::int32_t>& block_of,
+                               const char* what) -> std::optional<std::string> {
+    std::vector<std::uint8_t> seen(order.size(), 0);
+    const auto key = [&](std::int64_t i) {
+      const std::int32_t b = block_of[to_size(i)];
+      return std::pair<std::int64_t, std::int64_t>(b == BlockAngularOrdering::kLinking ? k : b, i);
+    };
+    for (std::size_t p = 0; p < order.size(); ++p) {
+      const std::int64_t i = order[p];
+      if (i < 0 || i >= static_cast<std::int64_t>(order.size()) || seen[to_size(i)] != 0)
+        return std::string(what) + "_order is not a permutation (position " + std::to_string(p) + ")";
+      seen[to_size(i)] = 1;
+      if (p > 0 && !(key(order[p - 1]) < key(i)))
+        return std::string(what) + "_order breaks the block order at position " + std::to_string(p);
+    }
+    return std::nullopt;
+  };
+  if (auto problem = check_order(o.row_order, o.row_block, "row")) return problem;
+  if (auto problem = check_order(o.column_order, o.column_block, "column")) return problem;
+  // Every non-zero inside a diagonal block or the linking part; the blocks each linking net spans.
+  const std::vector<std::int32_t>& net_block = dual ? o.column_block : o.row_block;
+  constexpr std::int32_t kUnseen = -2;
+  constexpr std::int32_t kSeveral = -3;
+  std::vector<std::int32_t> spanned(net_block.size(), kUnseen);
+  for (std::int64_t row = 0; row < matrix.rows; ++row) {
+    for (const std::int64_t column : matrix.row_columns(row)) {
+      const std::int32_t row_block = o.row_block[to_size(row)];
+      const std::int32_t column_block = o.column_block[to_size(column)];
+      const bool inside = dual ? (column_block == BlockAngularOrdering::kLinking || column_block == row_block)
+                               : (row_block == BlockAngularOrdering::kLinking || row_block == column_block);
+      if (!inside)
+        return "row " + std::to_string(row) + " (block " + std::to_string(row_block) + ") and column " +
+               std::to_string(column) + " (block " + std::to_string(column_block) +
+               ") share a non-zero outside the linking part";
+      const std::size_t net = dual ? to_size(column) : to_size(row);
+      const std::int32_t vertex_block = dual ? row_block : column_block;
+      std::int32_t& s = spanned[net];
+      if (s == kUnseen)
+        s = vertex_block;
+      else if (s != vertex_block)
+        s = kSeveral;
+    }
+  }
+  std::int64_t linking = 0;
+  for (std::size_t j = 0; j < net_block.size(); ++j) {
+    if (net_block[j] != BlockAngularOrdering::kLinking) continue;
+    ++linking;
+    if (spanned[j] != kSeveral)
+      return std::string(dual ? "linking column " : "linking row ") + std::to_string(j) + " lies in one block or none";
+  }
+  if (linking != o.linking_size)
+    return "linking_size is " + std::to_string(o.linking_size) + " but " + std::to_string(linking) + " " +
+           (dual ? "columns" : "rows") + " are linking";
+  const std::vector<std::int64_t> rows = block_sizes(o.row_block, k);
+  const std::vector<std::int64_t> columns = block_sizes(o.column_block, k);
+  for (std::size_t b = 0; b < rows.size(); ++b) {
+    if (rows[b] != o.block_rows[b])
+      return "block " + std::to_string(b) + " has " + std::to_string(rows[b]) + " rows, reported " +
+             std::to_string(o.block_rows[b]);
+    if (columns[b] != o.block_columns[b])
+      return "block " + std::to_string(b) + " has " + std::to_string(columns[b]) + " columns, reported " +
+             std::to_string(o.block_columns[b]);
+  }
+  const double imbalance = imbalance_of(dual ? rows : columns);
+  if (imbalance > o.imbalance + 1e-12)
+    return "the imbalance is " + std::to_string(imbalance) + ", above the " + std::to_string(o.imbalance) + " reported";
+  return std::nullopt;
+}
+
+BlockAngularOrdering block_angular_ordering(const CsrView& matrix, BlockAngularForm form, std::int32_t blocks,
+                                            std::vector<std::int32_t> vertex_block) {
+  if (blocks < 1 || static_cast<std::int64_t>(vertex_block.size()) != partitioned_count(matrix, form))
+    throw ParameterError("block_angular_ordering: " + std::to_string(vertex_block.size()) +
+                         " vertex blocks for a matrix of " + std::to_string(partitioned_count(matrix, form)) +
+                         " vertices");
+  for (const std::int32_t block : vertex_block)
+    if (block < 0 || block >= blocks)
+      throw ParameterError("block_angular_ordering: a vertex block outside 0 .. " + std::to_string(blocks - 1));
+  BlockAngularOrdering ordering;
+  ordering.form = form;
+  ordering.blocks = blocks;
+  std::vector<std::int32_t> nets = net_blocks(matrix, form, vertex_block);
+  if (form == BlockAngularForm::kDual) {
+    ordering.row_block = std::move(vertex_block);
+    ordering.column_block = std::move(nets);
+  } else {
+    ordering.row_block = std::move(nets);
+    ordering.column_block = std::move(vertex_block);
+  }
+  ordering.row_order = order_by_block(ordering.row_block, ordering.blocks);
+  ordering.column_order = order_by_block(ordering.column_block, ordering.blocks);
+  ordering.block_rows = block_sizes(ordering.row_block, ordering.blocks);
+  ordering.block_columns = block_sizes(ordering.column_block, ordering.blocks);
+  const std::vector<std::int32_t>& net_block =
+      form == BlockAngularForm::kDual ? ordering.column_block : ordering.row_block;
+  ordering.linking_size = std::count(net_block.begin(), net_block.end(), BlockAngularOrdering::kLinking);
+  ordering.imbalance = imbalance_of(form == BlockAngularForm::kDual ? ordering.block_rows : ordering.block_columns);
+  return ordering;
+}
+
+}  // namespace sdc::tables
