@@ -54,6 +54,11 @@ class ReorderCommand final : public Command {
                     "initial bisections tried at the coarsest level, the best kept (default 4)")
         ->check(whole_number_in(1, 1024))
         ->type_name("N");
+    app->add_option("--cycles", options_.cycles,
+                    "independent multilevel bisections (each coarsened with its own matching), the best kept; "
+                    "0, the default, runs 1 for the dual form and 4 for the primal")
+        ->check(whole_number_in(0, 64))
+        ->type_name("N");
     return app;
   }
 

@@ -165,6 +165,7 @@ class ReorderStepImpl final : public ReorderStep {
       throw UsageError("--imbalance: give a number between 0 and 1 (exclusive), e.g. 0.05");
     if (options.partition_seed < 0) throw UsageError("--partition-seed: give a whole number, at least 0");
     if (options.initial_partitions < 1) throw UsageError("--initial-partitions: give a whole number, at least 1");
+    if (options.cycles < 0) throw UsageError("--cycles: give a whole number, at least 1 (or 0 for the form's default)");
     tables::ReorderingOptions reordering;
     reordering.blocks = static_cast<std::int32_t>(std::min<std::int64_t>(options.blocks, 1'000'000'000));
     reordering.form = options.form == "dual" ? tables::BlockAngularForm::kDual : tables::BlockAngularForm::kPrimal;
@@ -173,6 +174,7 @@ class ReorderStepImpl final : public ReorderStep {
     reordering.imbalance = options.imbalance;
     reordering.seed = static_cast<std::uint64_t>(options.partition_seed);
     reordering.initial_partitions = static_cast<std::int32_t>(std::min<std::int64_t>(options.initial_partitions, 1024));
+    reordering.cycles = static_cast<std::int32_t>(std::min<std::int64_t>(options.cycles, 64));
     return reordering;
   }
 
@@ -192,7 +194,8 @@ class ReorderStepImpl final : public ReorderStep {
             {"algorithm", options.algorithm},
             {"imbalance", options.imbalance},
             {"partition-seed", options.partition_seed},
-            {"initial-partitions", options.initial_partitions}};
+            {"initial-partitions", options.initial_partitions},
+            {"cycles", options.cycles}};
   }
 
   nlohmann::json summary(const CsrView& a, const tables::BlockAngularOrdering& ordering, double read_seconds,

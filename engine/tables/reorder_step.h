@@ -28,6 +28,7 @@ struct ReorderStepOptions {
   double imbalance = 0.05;
   std::int64_t partition_seed = 1;
   std::int64_t initial_partitions = 4;
+  std::int64_t cycles = 0;  ///< independent multilevel bisections, the best kept; 0: 1 dual, 4 primal
 };
 
 class ReorderStep : public Step {

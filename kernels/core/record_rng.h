@@ -72,8 +72,10 @@ enum class StepId : std::uint64_t {
   kTableInstance = 24,
   /// Multilevel block-angular reordering (kernels/tables/block_angular.h): the heavy-edge matching's
   /// visit order at level h (unit = vertex of that level; draw = h; replicate = the bisection's number,
-  /// 1 for the whole matrix, 2b and 2b + 1 for the parts of bisection b), a random initial bisection i
-  /// (unit = vertex of the coarsest level; draw = 2^32 + i; replicate = the bisection's number).
+  /// 1 for the whole matrix, 2b and 2b + 1 for the parts of bisection b) and its tie salt (unit 0;
+  /// draw = h; attempt 1), a random initial bisection i (unit = vertex of the coarsest level;
+  /// draw = 2^32 + i; replicate = the bisection's number). Cycle c of a bisection adds c·2^40 to its
+  /// number.
   kBlockAngularReordering = 25,
 };
 

@@ -12,18 +12,35 @@
 // The algorithm: heavy-edge matching of vertices (edge weight = shared nets) coarsens the hypergraph
 // level by level; the coarsest is bisected from several initial partitions (a deterministic one and
 // seeded random ones) and refined by Kernighan–Lin / Fiduccia–Mattheyses passes on net-cut gains under
-// a balance limit; the bisection is projected back level by level with one refinement pass per level;
-// k blocks come from recursive bisection, splitting the heavier block next. The single-level mode
-// skips the coarsening (the comparison the paper makes).
+// a balance limit; the bisection is projected back level by level and refined at each; k blocks come
+// from recursive bisection (k = 3 splits 1 : 2), each part a multilevel bisection of its own
+// sub-hypergraph. The single-level mode skips the coarsening (the comparison the paper makes).
+// Where this departs from the letter of tabular.md §2, for quality or speed measured on generated
+// tables (block_angular.cpp says how much at each place):
+//   * in the primal form a shared net adds 1 / (pins − 1) to the edge weight rather than 1, and every
+//     bisection is the best of 4 independently coarsened ones (ReorderingOptions::cycles);
+//   * matching ties go by a seeded key of the (vertex, neighbour) pair, not to the smallest index;
+//     a pair may weigh at most 2 × total / coarsest_vertices; vertices without nets are not counted
+//     by the stopping rule;
+//   * equal gains in the gain buckets go to the vertex changed last (the LIFO order of FM buckets);
+//   * in the multilevel algorithm a pass ends after 1000 moves without a better prefix rather than when
+//     every vertex is locked, and the coarsest level is refined by passes until one brings no
+//     improvement, the others by up to two passes, not one (the single-level algorithm keeps full
+//     passes until no improvement, as the method has them);
+//   * nets that a bisection cuts are left out of the later bisections of its parts (they are linking
+//     whatever happens there) instead of being restricted to each part.
 //
 // Shape (c), global on one node: the matrix is not record data, and reordering is near O(nnz) per
-// level. Threads (TBB) compute matching proposals, gains and the initial partitions; every choice is
-// resolved in a fixed order (vertex index, then the initial partition's number), so the result depends
-// on the seed and never on the thread count.
+// level. Threads (TBB) rate the matching candidates, contract the levels, compute gains, refine the
+// initial partitions and split different blocks at the same time; every choice is resolved in a fixed
+// order (the seeded visit order, then vertex index; the initial partition's number), so the result
+// depends on the seed and never on the thread count.
 //
-// Memory: the hypergraph in both directions (vertex → nets, net → vertices) at every level, about
-// 2 × 8 bytes × nnz for the finest level and less for each coarser one, plus O(rows + columns) of
-// gains, buckets and permutations.
+// Memory: the hypergraph in both directions (vertex → nets, net → vertices; 4-byte ids) at every level,
+// 8 bytes × nnz for the finest level. A coarser level drops the nets that fall inside one vertex and
+// merges identical ones, but on a table's matrix most nets survive many levels, so until the
+// uncoarsening frees them the levels can hold about 8 bytes × nnz × log2(vertices / coarsest_vertices)
+// in all; plus O(rows + columns) of gains, heaps and permutations per level.
 
 #include <cstdint>
 #include <optional>
@@ -55,8 +72,16 @@ struct ReorderingOptions {
   /// Initial bisections of the coarsest level tried (the first is the index-order split, the others
   /// seeded random); the one with the smallest refined net-cut wins, ties to the smaller number.
   std::int32_t initial_partitions = 4;
-  std::int64_t coarsest_vertices = 100;       ///< stop coarsening at this many vertices or fewer
-  double minimum_coarsening_reduction = 0.1;  ///< or when a level removes less than this share
+  /// Independent multilevel bisections tried for every bisection, each coarsened with its own seeded
+  /// matching; the one of best quality (least overweight, then smallest net-cut) wins, ties to the
+  /// first. They run two at a time, and stop early when the two of a pair reach the same quality.
+  /// Costs up to `cycles` times the time and twice the memory of one. 0: by the form, 1 for dual and 4
+  /// for primal (whose matchings vary more); the single-level algorithm always runs one.
+  std::int32_t cycles = 0;
+  /// Stop coarsening at this many vertices or fewer (vertices without nets, which no matching can pair,
+  /// not counted)...
+  std::int64_t coarsest_vertices = 100;
+  double minimum_coarsening_reduction = 0.1;  ///< ... or when a level removes less than this share of them
 };
 
 /// ParameterError naming the option: blocks < 2 or more blocks than vertices of `matrix` (in the
@@ -96,7 +121,8 @@ struct BlockAngularOrdering {
 };
 
 /// Reorders `matrix` (its pattern; values are ignored, explicit zeros count as non-zeros) into the
-/// block-angular form of `options`. Checks the options first (check_reordering_options). The same
+/// block-angular form of `options`. Checks the options first (check_reordering_options); ParameterError
+/// too for a matrix that breaks the CSR rules or has more than 2^31 − 2 rows or columns. The same
 /// matrix, options and seed give the same ordering whatever the thread count.
 BlockAngularOrdering reorder_block_angular(const CsrView& matrix, const ReorderingOptions& options);
 

@@ -216,6 +216,12 @@ TEST(AReordering, IsNoWorseMultilevelThanSingleLevelOnALargeInstanceAndTheSameFo
   const nlohmann::json again = reorder(dir, matrix, "again", {});
   EXPECT_EQ(read_text(dir / "again.csv"), read_text(dir / "multilevel.csv"));
   EXPECT_EQ(again["linking_size"], multilevel["linking_size"]);
+  // Cycle 0 draws as one cycle does: at k = 2 more cycles can only cut fewer nets.
+  const nlohmann::json one = reorder(dir, matrix, "one", {"--form", "primal", "--cycles", "1"});
+  const nlohmann::json four = reorder(dir, matrix, "four", {"--form", "primal", "--cycles", "4"});
+  ASSERT_FALSE(one.is_null());
+  ASSERT_FALSE(four.is_null());
+  EXPECT_LE(four["linking_size"].get<std::int64_t>(), one["linking_size"].get<std::int64_t>());
 }
 
 TEST(AReordering, RefusesBadMatricesAndFlagsNamingThemAndWritesNothing) {
@@ -240,6 +246,7 @@ TEST(AReordering, RefusesBadMatricesAndFlagsNamingThemAndWritesNothing) {
       {{"-i", good.string(), "--blocks", "100000"}, 2, "--blocks"},
       {{"-i", good.string(), "--imbalance", "0"}, 2, "--imbalance"},
       {{"-i", good.string(), "--imbalance", "1.5"}, 2, "--imbalance"},
+      {{"-i", good.string(), "--cycles", "65"}, 2, "--cycles"},
   };
   for (const Case& bad : cases) {
     std::vector<std::string> args{"reorder", "-o", output.string(), "--svg", (dir / "pattern.svg").string()};
