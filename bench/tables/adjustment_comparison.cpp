@@ -17,14 +17,18 @@
 #include <cstdio>
 #include <fstream>
 #include <iostream>
+#include <numeric>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "kernels/core/error.h"
 #include "kernels/core/record_rng.h"
 #include "kernels/tables/additivity_adjustment.h"
 #include "kernels/tables/block_angular.h"
 #include "kernels/tables/constraint_matrix.h"
 #include "kernels/tables/instance_generator.h"
+#include "kernels/tables/layer_split.h"
 
 namespace {
 
@@ -61,7 +65,8 @@ int main(int argc, char** argv) {
   std::string json_path;
   std::string ordering_name = "table";
   app.add_option("--ordering", ordering_name,
-                 "table: the cells split by the codes of the first dimension; multilevel: primal reordering");
+                 "table: the cells split by the codes of one dimension (kernels/tables/layer_split.h); multilevel: "
+                 "primal reordering");
   app.add_option("--shape", shape, "table shape (kernels/tables/instance_generator.h)");
   app.add_option("--blocks", blocks, "k of the primal block-angular form");
   app.add_option("--threads", thread_counts, "thread counts of the block-angular solve")->delimiter(',');
@@ -101,13 +106,13 @@ int main(int argc, char** argv) {
   start = Clock::now();
   const sdc::tables::BlockAngularOrdering ordering = [&] {
     if (ordering_name == "multilevel") return sdc::tables::reorder_block_angular(a, reordering);
-    // The first dimension's codes in k runs of about equal length, as `perturb-table adjust` splits a
-    // full table.
-    const std::int64_t codes = dimensions.front().code_count;
-    const std::int64_t inner = a.columns / codes;
-    std::vector<std::int32_t> column_block(static_cast<std::size_t>(a.columns));
-    for (std::int64_t j = 0; j < a.columns; ++j)
-      column_block[static_cast<std::size_t>(j)] = static_cast<std::int32_t>((j / inner) * blocks / codes);
+    // The table's own layers, as `perturb-table adjust --ordering table` splits a full table.
+    std::vector<std::int64_t> cells(static_cast<std::size_t>(a.columns));
+    std::iota(cells.begin(), cells.end(), std::int64_t{0});
+    std::optional<sdc::tables::LayerSplit> split = sdc::tables::split_by_layers(dimensions, cells, blocks);
+    if (!split) throw sdc::UsageError("--blocks: no dimension of the shape has that many codes");
+    std::printf("split by the codes of dimension %zu\n", split->dimension + 1);
+    std::vector<std::int32_t> column_block = std::move(split->column_block);
     return sdc::tables::block_angular_ordering(a, sdc::tables::BlockAngularForm::kPrimal, blocks,
                                                std::move(column_block));
   }();

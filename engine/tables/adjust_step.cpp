@@ -30,6 +30,7 @@
 #include "kernels/tables/additivity_adjustment.h"
 #include "kernels/tables/block_angular.h"
 #include "kernels/tables/constraint_matrix.h"
+#include "kernels/tables/layer_split.h"
 
 namespace sdc::engine {
 namespace {
@@ -300,59 +301,23 @@ class AdjustStepImpl final : public AdjustStep {
     return weights;
   }
 
-  /// The table's own primal block-angular form: the cells split by the codes of one dimension into
-  /// groups of contiguous codes with about equal numbers of cells, so that every equation of another
-  /// dimension stays in one group and the equations of that dimension link them. Of the dimensions with
-  /// at least --blocks codes, the one whose equations are the fewest share of its lines (E_d / L_d) links
-  /// the fewest rows.
+  /// The table's own primal block-angular form (kernels/tables/layer_split.h): the cells split by the
+  /// codes of the dimension with the fewest equations per code among those with at least --blocks.
   tables::BlockAngularOrdering layer_ordering(const CsrView& a, const std::vector<TableFileDimension>& dimensions,
                                               const AllRows& all) const {
-    std::optional<std::size_t> split;
-    double best_share = 0.0;
-    for (std::size_t d = 0; d < dimensions.size(); ++d) {
-      const auto codes = static_cast<std::int64_t>(dimensions[d].hierarchy.size());
-      if (codes < options.blocks) continue;
-      const double share = static_cast<double>(tables::equations_of(dimensions[d].hierarchy).equations.size()) /
-                           static_cast<double>(codes);
-      if (!split || share < best_share) {
-        split = d;
-        best_share = share;
-      }
-    }
+    std::vector<tables::DimensionEquations> equations;
+    equations.reserve(dimensions.size());
+    for (const TableFileDimension& dimension : dimensions)
+      equations.push_back(tables::equations_of(dimension.hierarchy));
+    std::optional<tables::LayerSplit> split =
+        tables::split_by_layers(equations, all.cells, static_cast<std::int32_t>(options.blocks));
     if (!split)
       throw UsageError(
           fmt::format("--blocks {}: no dimension of {} has that many codes to split the table by; give "
                       "fewer blocks or --ordering multilevel",
                       options.blocks, options.input.string()));
-    std::int64_t inner = 1;  // the step of the split dimension's position in a cell's linear index
-    for (std::size_t d = dimensions.size(); d-- > *split + 1;)
-      inner *= static_cast<std::int64_t>(dimensions[d].hierarchy.size());
-    const auto codes = static_cast<std::int64_t>(dimensions[*split].hierarchy.size());
-    std::vector<std::int64_t> cells_per_code(static_cast<std::size_t>(codes), 0);
-    for (const std::int64_t cell : all.cells) ++cells_per_code[static_cast<std::size_t>((cell / inner) % codes)];
-    // Codes in order, a new group when the cells so far reach the next group's share of the total.
-    std::vector<std::int32_t> group_of_code(static_cast<std::size_t>(codes), 0);
-    const auto total = static_cast<double>(all.cells.size());
-    std::int64_t so_far = 0;
-    std::int64_t codes_in_group = 0;
-    std::int64_t group = 0;
-    for (std::int64_t code = 0; code < codes; ++code) {
-      const std::int64_t groups_after = options.blocks - group - 1;  // each needs a code of its own
-      const bool share_reached =
-          static_cast<double>(so_far) >= total * static_cast<double>(group + 1) / static_cast<double>(options.blocks);
-      if (groups_after > 0 && codes_in_group > 0 && (share_reached || codes - code <= groups_after)) {
-        ++group;
-        codes_in_group = 0;
-      }
-      group_of_code[static_cast<std::size_t>(code)] = static_cast<std::int32_t>(group);
-      so_far += cells_per_code[static_cast<std::size_t>(code)];
-      ++codes_in_group;
-    }
-    std::vector<std::int32_t> column_block(all.cells.size());
-    for (std::size_t j = 0; j < all.cells.size(); ++j)
-      column_block[j] = group_of_code[static_cast<std::size_t>((all.cells[j] / inner) % codes)];
     return tables::block_angular_ordering(a, tables::BlockAngularForm::kPrimal,
-                                          static_cast<std::int32_t>(options.blocks), std::move(column_block));
+                                          static_cast<std::int32_t>(options.blocks), std::move(split->column_block));
   }
 
   tables::BlockAngularOrdering reorder(const CsrView& a) const {
