@@ -1169,23 +1169,9 @@ BlockAngularOrdering reorder_block_angular(const CsrView& matrix, const Reorderi
                         ordering.levels};
     recursion.split(std::move(finest), std::move(original), 0, options.blocks, 1);
   }
-  std::vector<std::int32_t> nets = net_blocks(matrix, options.form, vertex_block);
-  if (options.form == BlockAngularForm::kDual) {
-    ordering.row_block = std::move(vertex_block);
-    ordering.column_block = std::move(nets);
-  } else {
-    ordering.row_block = std::move(nets);
-    ordering.column_block = std::move(vertex_block);
-  }
-  ordering.row_order = order_by_block(ordering.row_block, ordering.blocks);
-  ordering.column_order = order_by_block(ordering.column_block, ordering.blocks);
-  ordering.block_rows = block_sizes(ordering.row_block, ordering.blocks);
-  ordering.block_columns = block_sizes(ordering.column_block, ordering.blocks);
-  const std::vector<std::int32_t>& net_block =
-      options.form == BlockAngularForm::kDual ? ordering.column_block : ordering.row_block;
-  ordering.linking_size = std::count(net_block.begin(), net_block.end(), BlockAngularOrdering::kLinking);
-  ordering.imbalance =
-      imbalance_of(options.form == BlockAngularForm::kDual ? ordering.block_rows : ordering.block_columns);
+  std::vector<CoarseningLevel> levels = std::move(ordering.levels);
+  ordering = block_angular_ordering(matrix, options.form, options.blocks, std::move(vertex_block));
+  ordering.levels = std::move(levels);
   return ordering;
 }
 
