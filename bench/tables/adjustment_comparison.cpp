@@ -4,7 +4,8 @@
 // solve timed for each thread count, the direct (CHOLMOD) solve timed once, and the largest difference
 // between the solutions. Prints one line per run and, with --json, writes them.
 //
-//   sdc_adjustment_comparison --shape 100x100x100 --blocks 8 --threads 1,2 [--direct] [--json out.json]
+//   sdc_adjustment_comparison --shape 100x100x100 --blocks 8 --threads 1,2 [--direct] [--analyse-direct]
+//       [--split-dimension D] [--json out.json]
 
 #include <tbb/global_control.h>
 #include <CLI/CLI.hpp>
@@ -67,10 +68,17 @@ int main(int argc, char** argv) {
   app.add_option("--ordering", ordering_name,
                  "table: the cells split by the codes of one dimension (kernels/tables/layer_split.h); multilevel: "
                  "primal reordering");
+  int split_dimension = 0;
+  app.add_option("--split-dimension", split_dimension,
+                 "table ordering: split by this dimension (1-based) instead of the predicted cheapest");
   app.add_option("--shape", shape, "table shape (kernels/tables/instance_generator.h)");
   app.add_option("--blocks", blocks, "k of the primal block-angular form");
   app.add_option("--threads", thread_counts, "thread counts of the block-angular solve")->delimiter(',');
   app.add_flag("--direct", direct, "also solve with CHOLMOD on the unreordered system");
+  bool analyse_direct = false;
+  app.add_flag("--analyse-direct", analyse_direct,
+               "print what CHOLMOD's symbolic analysis predicts for the unreordered system's factor (for tables "
+               "too large to factor)");
   app.add_option("--max-noise", max_noise, "the counts' noise is uniform in [-D, D]");
   app.add_option("--json", json_path, "write the runs as JSON");
   CLI11_PARSE(app, argc, argv);
@@ -106,15 +114,23 @@ int main(int argc, char** argv) {
   start = Clock::now();
   const sdc::tables::BlockAngularOrdering ordering = [&] {
     if (ordering_name == "multilevel") return sdc::tables::reorder_block_angular(a, reordering);
-    // The table's own layers, as `perturb-table adjust --ordering table` splits a full table.
+    // The table's own layers, as `perturb-table adjust --ordering table` splits a full table: the
+    // split predicted cheapest, or the --split-dimension one.
     std::vector<std::int64_t> cells(static_cast<std::size_t>(a.columns));
     std::iota(cells.begin(), cells.end(), std::int64_t{0});
-    std::optional<sdc::tables::LayerSplit> split = sdc::tables::split_by_layers(dimensions, cells, blocks);
-    if (!split) throw sdc::UsageError("--blocks: no dimension of the shape has that many codes");
-    std::printf("split by the codes of dimension %zu\n", split->dimension + 1);
-    std::vector<std::int32_t> column_block = std::move(split->column_block);
-    return sdc::tables::block_angular_ordering(a, sdc::tables::BlockAngularForm::kPrimal, blocks,
-                                               std::move(column_block));
+    std::optional<sdc::tables::LayerOrdering> layers;
+    if (split_dimension == 0) {
+      layers = sdc::tables::cheapest_layer_ordering(a, dimensions, cells, blocks);
+    } else {
+      for (sdc::tables::LayerSplit& split : sdc::tables::layer_splits(dimensions, cells, blocks))
+        if (split.dimension + 1 == static_cast<std::size_t>(split_dimension)) {
+          layers = sdc::tables::layer_ordering(a, dimensions, cells, std::move(split));
+          layers->predicted_work = sdc::tables::predicted_layer_work(a, dimensions, cells, *layers);
+        }
+    }
+    if (!layers) throw sdc::UsageError("--blocks, --split-dimension: no dimension of the shape to split by");
+    std::printf("split by dimension %zu, predicted work %.3g\n", layers->dimension + 1, layers->predicted_work);
+    return std::move(layers->ordering);
   }();
   const double reorder_seconds = seconds_since(start);
   std::printf("primal %s ordering, k = %d: %lld linking rows, imbalance %.4f, %.2f s\n", ordering_name.c_str(), blocks,
@@ -146,6 +162,19 @@ int main(int argc, char** argv) {
                     {"reorder_seconds", reorder_seconds},
                     {"linking_rows", ordering.linking_size}});
     block_solution = result.adjusted;
+  }
+  if (analyse_direct) {
+    start = Clock::now();
+    std::vector<std::int64_t> all_rows(static_cast<std::size_t>(a.rows));
+    std::iota(all_rows.begin(), all_rows.end(), std::int64_t{0});
+    const sdc::tables::FactorPrediction factor = sdc::tables::predict_normal_factor(a, all_rows);
+    const double seconds = seconds_since(start);
+    std::printf("direct (CHOLMOD) analysis: %.3g flops, %.3g factor non-zeros (%.1f GB of values), %.2f s\n",
+                factor.flops, factor.nonzeros, 8e-9 * factor.nonzeros, seconds);
+    runs.push_back({{"solver", "direct analysis"},
+                    {"seconds", seconds},
+                    {"predicted_flops", factor.flops},
+                    {"predicted_factor_nonzeros", factor.nonzeros}});
   }
   if (direct) {
     start = Clock::now();

@@ -250,8 +250,8 @@ class PerturbTableCommand final : public Command {
         ->check(whole_number_in(2, 1'000'000))
         ->type_name("K");
     app->add_option("--ordering", adjust_.ordering,
-                    "block-angular: table (the cells split by the codes of the dimension with the fewest equations "
-                    "per code; the default) or multilevel (the equations reordered by multilevel bisection, as sdc "
+                    "block-angular: table (the cells split by the codes of the dimension whose solve is predicted "
+                    "cheapest; the default) or multilevel (the equations reordered by multilevel bisection, as sdc "
                     "reorder --form primal does)")
         ->check(CLI::IsMember({"table", "multilevel"}))
         ->type_name("table|multilevel");

@@ -302,22 +302,23 @@ class AdjustStepImpl final : public AdjustStep {
   }
 
   /// The table's own primal block-angular form (kernels/tables/layer_split.h): the cells split by the
-  /// codes of the dimension with the fewest equations per code among those with at least --blocks.
+  /// codes of the dimension, among those with at least --blocks codes, whose solve is predicted cheapest.
   tables::BlockAngularOrdering layer_ordering(const CsrView& a, const std::vector<TableFileDimension>& dimensions,
                                               const AllRows& all) const {
     std::vector<tables::DimensionEquations> equations;
     equations.reserve(dimensions.size());
     for (const TableFileDimension& dimension : dimensions)
       equations.push_back(tables::equations_of(dimension.hierarchy));
-    std::optional<tables::LayerSplit> split =
-        tables::split_by_layers(equations, all.cells, static_cast<std::int32_t>(options.blocks));
-    if (!split)
+    std::optional<tables::LayerOrdering> layers =
+        tables::cheapest_layer_ordering(a, equations, all.cells, static_cast<std::int32_t>(options.blocks));
+    if (!layers)
       throw UsageError(
           fmt::format("--blocks {}: no dimension of {} has that many codes to split the table by; give "
                       "fewer blocks or --ordering multilevel",
                       options.blocks, options.input.string()));
-    return tables::block_angular_ordering(a, tables::BlockAngularForm::kPrimal,
-                                          static_cast<std::int32_t>(options.blocks), std::move(split->column_block));
+    spdlog::info("perturb-table adjust: the cells split by the codes of {} (predicted work {:.3g})",
+                 dimensions[layers->dimension].name, layers->predicted_work);
+    return std::move(layers->ordering);
   }
 
   tables::BlockAngularOrdering reorder(const CsrView& a) const {

@@ -329,16 +329,6 @@ RowMatrix row_matrix(std::int64_t rows, std::int64_t columns, const std::vector<
                                                indices.data(), values.data()));
 }
 
-/// A W⁻¹ Aᵀ + δI for `equations` = A and its columns' inverse weights.
-ColumnMatrix regularized_normal_matrix(const RowMatrix& equations, const Vector& inverse_weights, double delta) {
-  const RowMatrix scaled = equations * inverse_weights.asDiagonal();
-  ColumnMatrix normal = scaled * equations.transpose();
-  ColumnMatrix identity(equations.rows(), equations.rows());
-  identity.setIdentity();
-  normal += delta * identity;
-  return normal;
-}
-
 /// A column-major (CSC) matrix's arrays as an Eigen matrix (copied).
 ColumnMatrix column_matrix(std::int64_t rows, std::int64_t columns, const std::vector<std::int64_t>& offsets,
                            const std::vector<std::int64_t>& indices, const std::vector<double>& values) {
@@ -433,26 +423,35 @@ ColumnMatrix linking_normal_matrix(const CsrView& matrix, std::span<const std::i
 
 /// A block this process owns: A_i (its rows), L_i (the linking rows' entries in its columns), the
 /// factor of B_i = A_i W_i⁻¹ A_iᵀ + δI, and its columns' current values and equation residuals.
+/// B_i is factored by CHOLMOD (supernodal where the fill is large): on tables with hierarchical
+/// dimensions a block's own lines meet many others and the factor is nearly dense per layer, where a
+/// simplicial factorisation runs many times slower.
 struct OwnedBlock {
   std::int32_t block = 0;
   RowMatrix equations;
   ColumnMatrix linking;
+  std::vector<double> weights;
   Vector inverse_weights;
   Vector adjusted;
   Vector residual;  ///< A_i x_i
-  std::unique_ptr<CholeskyFactor> factor;
+  std::unique_ptr<CholmodSolver> factor;
 
   void factorize(double delta) {
     if (equations.rows() == 0) return;
-    factor = std::make_unique<CholeskyFactor>(regularized_normal_matrix(equations, inverse_weights, delta));
-    if (factor->info() != Eigen::Success)
-      throw InternalError("additivity adjustment: the Cholesky factorisation of block " + std::to_string(block) +
-                          " failed");
+    const auto entries = static_cast<std::size_t>(equations.nonZeros());
+    const CsrView view{
+        equations.rows(), equations.cols(),
+        std::span<const std::int64_t>(equations.outerIndexPtr(), static_cast<std::size_t>(equations.rows()) + 1),
+        std::span<const std::int64_t>(equations.innerIndexPtr(), entries),
+        std::span<const double>(equations.valuePtr(), entries)};
+    factor = std::make_unique<CholmodSolver>(view, weights, delta);
   }
 
   Vector solve(const Vector& rhs) const {
     if (equations.rows() == 0) return rhs;
-    return factor->solve(rhs);
+    const std::vector<double> solution =
+        factor->solve(std::span<const double>(rhs.data(), static_cast<std::size_t>(rhs.size())));
+    return Eigen::Map<const Vector>(solution.data(), static_cast<Eigen::Index>(solution.size()));
   }
 
   /// C_iᵀ B_i⁻¹ u = L_i W_i⁻¹ A_iᵀ B_i⁻¹ u, into `out` (l values).
@@ -535,6 +534,7 @@ class BlockAngularSolver {
         OwnedBlock& block = blocks_[i];
         const auto b = static_cast<std::size_t>(block.block);
         const std::int64_t columns = block_column_count(block.block);
+        block.weights.resize(static_cast<std::size_t>(columns));
         block.inverse_weights.resize(columns);
         block.adjusted.resize(columns);
         std::vector<std::int64_t> offsets{0};
@@ -543,6 +543,7 @@ class BlockAngularSolver {
         for (std::int64_t p = 0; p < columns; ++p) {
           const auto column =
               static_cast<std::size_t>(ordering_.column_order[static_cast<std::size_t>(layout_.column_offsets[b] + p)]);
+          block.weights[static_cast<std::size_t>(p)] = weights_[column];
           block.inverse_weights[p] = 1.0 / weights_[column];
           block.adjusted[p] = perturbed_[column];
           const auto begin = static_cast<std::ptrdiff_t>(linking_by_column_.offsets[column]);
@@ -830,6 +831,42 @@ AdjustmentResult adjust_additivity_direct(const CsrView& matrix, std::span<const
   result.solve_seconds = seconds_since(start) - result.factor_seconds;
   summarize(result, perturbed, weights);
   return result;
+}
+
+FactorPrediction predict_normal_factor(const CsrView& matrix, std::span<const std::int64_t> rows) {
+  if (rows.empty()) return {};
+  CholmodSession session;
+  cholmod_common* common = &session.common;
+  std::size_t entries = 0;
+  for (const std::int64_t row : rows) entries += matrix.row_columns(row).size();
+  // The rows' CSR pattern is the compressed columns of Rᵀ; transposed, R itself.
+  std::unique_ptr<cholmod_sparse, CholmodDeleter> pattern_transpose(
+      cholmod_l_allocate_sparse(static_cast<std::size_t>(matrix.columns), rows.size(), entries, 1, 1, 0,
+                                CHOLMOD_PATTERN, common),
+      CholmodDeleter{common});
+  session.check(pattern_transpose != nullptr, "allocation");
+  auto* offsets = static_cast<SuiteSparse_long*>(pattern_transpose->p);
+  auto* indices = static_cast<SuiteSparse_long*>(pattern_transpose->i);
+  offsets[0] = 0;
+  for (std::size_t r = 0; r < rows.size(); ++r) {
+    const auto columns = matrix.row_columns(rows[r]);
+    std::copy(columns.begin(), columns.end(), indices + offsets[r]);
+    offsets[r + 1] = offsets[r] + static_cast<SuiteSparse_long>(columns.size());
+  }
+  std::unique_ptr<cholmod_sparse, CholmodDeleter> pattern(cholmod_l_transpose(pattern_transpose.get(), 0, common),
+                                                          CholmodDeleter{common});
+  session.check(pattern != nullptr, "transposition");
+  pattern_transpose.reset();
+  std::unique_ptr<cholmod_factor, CholmodDeleter> factor(cholmod_l_analyze(pattern.get(), common),
+                                                         CholmodDeleter{common});
+  session.check(factor != nullptr, "analysis");
+  return {common->fl, common->lnz};
+}
+
+double predicted_block_angular_work(const FactorPrediction& blocks, const FactorPrediction& linking,
+                                    std::int64_t matrix_nonzeros) {
+  const double per_iteration = 4.0 * (blocks.nonzeros + linking.nonzeros) + 4.0 * static_cast<double>(matrix_nonzeros);
+  return blocks.flops + linking.flops + kPredictedSchurIterations * per_iteration;
 }
 
 AdjustmentResult adjust_additivity_block_angular(const CsrView& matrix, std::span<const double> perturbed,

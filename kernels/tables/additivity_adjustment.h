@@ -16,7 +16,7 @@
 //   k blocks and the linking rows last (the primal form of block_angular.h), M = [[B, C], [Cᵀ, D]] with
 //   B = blockdiag(A_i W_i⁻¹ A_iᵀ) over each block's own rows, C stacking A_i W_i⁻¹ L_iᵀ, and
 //   D = L W⁻¹ Lᵀ over the linking rows L. The blocks are factored independently (sparse Cholesky,
-//   Eigen, one block per task or rank); the linking part is solved by preconditioned conjugate gradients
+//   CHOLMOD, one block per task or rank); the linking part is solved by preconditioned conjugate gradients
 //   on the Schur complement S = D − Cᵀ B⁻¹ C, the preconditioner the truncated power series
 //   Σ_{i ≤ h} (D⁻¹ Cᵀ B⁻¹ C)^i D⁻¹; then B y₁ = g₁ − C y₂. C is applied block by block, never formed;
 //   every process forms and factors D_δ itself from the linking rows. Conjugate gradients also stop
@@ -97,6 +97,26 @@ class LocalBlockExchange final : public BlockExchange {
  public:
   void share(std::span<double> /*values*/, std::span<const std::int64_t> /*offsets*/) override {}
 };
+
+/// What CHOLMOD's symbolic analysis predicts for the Cholesky factor of R W⁻¹ Rᵀ + δI, R the given
+/// rows of `matrix` (the pattern only: the weights do not change it), with the ordering the solvers'
+/// factorisation chooses (AMD, or METIS when AMD's fill is large).
+struct FactorPrediction {
+  double flops = 0.0;     ///< floating-point operations of the numeric factorisation
+  double nonzeros = 0.0;  ///< non-zeros of the factor
+};
+FactorPrediction predict_normal_factor(const CsrView& matrix, std::span<const std::int64_t> rows);
+
+/// Conjugate-gradient iterations the work prediction below assumes: flat and hierarchical cubes need
+/// 3 to 17 (bench/RESULTS.md), nested geographies hundreds, which no structural count foresees.
+inline constexpr double kPredictedSchurIterations = 20.0;
+
+/// The predicted floating-point work of adjust_additivity_block_angular, given the factors of its
+/// blocks' own rows (B, all blocks together) and of its linking rows (D): factoring both, then
+/// kPredictedSchurIterations iterations, each a solve with every factor (4 operations per factor
+/// non-zero) and two products with A. For comparing orderings of one matrix, not a time.
+double predicted_block_angular_work(const FactorPrediction& blocks, const FactorPrediction& linking,
+                                    std::int64_t matrix_nonzeros);
 
 /// The block-angular solver. `ordering` must be of the primal form for `matrix`: InternalError when it
 /// is not primal, puts a block's row on a column of another block, or reports sizes or permutations

@@ -1253,12 +1253,16 @@ std::optional<std::string> block_pattern_problem(const CsrView& matrix, const Bl
     }
   }
   std::int64_t linking = 0;
+  std::int64_t made_linking = 0;
   for (std::size_t j = 0; j < net_block.size(); ++j) {
     if (net_block[j] != BlockAngularOrdering::kLinking) continue;
     ++linking;
-    if (spanned[j] != kSeveral)
+    if (spanned[j] != kSeveral && ++made_linking > o.made_linking)
       return std::string(dual ? "linking column " : "linking row ") + std::to_string(j) + " lies in one block or none";
   }
+  if (made_linking != o.made_linking)
+    return "made_linking is " + std::to_string(o.made_linking) + " but " + std::to_string(made_linking) + " " +
+           (dual ? "columns" : "rows") + " in one block are linking";
   if (linking != o.linking_size)
     return "linking_size is " + std::to_string(o.linking_size) + " but " + std::to_string(linking) + " " +
            (dual ? "columns" : "rows") + " are linking";
@@ -1279,7 +1283,8 @@ std::optional<std::string> block_pattern_problem(const CsrView& matrix, const Bl
 }
 
 BlockAngularOrdering block_angular_ordering(const CsrView& matrix, BlockAngularForm form, std::int32_t blocks,
-                                            std::vector<std::int32_t> vertex_block) {
+                                            std::vector<std::int32_t> vertex_block,
+                                            std::span<const std::int64_t> linking_nets) {
   if (blocks < 1 || static_cast<std::int64_t>(vertex_block.size()) != partitioned_count(matrix, form))
     throw ParameterError("block_angular_ordering: " + std::to_string(vertex_block.size()) +
                          " vertex blocks for a matrix of " + std::to_string(partitioned_count(matrix, form)) +
@@ -1291,6 +1296,15 @@ BlockAngularOrdering block_angular_ordering(const CsrView& matrix, BlockAngularF
   ordering.form = form;
   ordering.blocks = blocks;
   std::vector<std::int32_t> nets = net_blocks(matrix, form, vertex_block);
+  for (const std::int64_t net : linking_nets) {
+    if (net < 0 || net >= static_cast<std::int64_t>(nets.size()))
+      throw ParameterError("block_angular_ordering: linking net " + std::to_string(net) + " outside 0 .. " +
+                           std::to_string(nets.size() - 1));
+    if (nets[to_size(net)] != BlockAngularOrdering::kLinking) {
+      nets[to_size(net)] = BlockAngularOrdering::kLinking;
+      ++ordering.made_linking;
+    }
+  }
   if (form == BlockAngularForm::kDual) {
     ordering.row_block = std::move(vertex_block);
     ordering.column_block = std::move(nets);

@@ -114,6 +114,9 @@ struct BlockAngularOrdering {
   std::vector<std::int64_t> block_rows;     ///< m_i, rows of each block (linking rows excluded)
   std::vector<std::int64_t> block_columns;  ///< n_i, columns of each block (linking columns excluded)
   std::int64_t linking_size = 0;            ///< l: linking columns (dual) or linking rows (primal)
+  /// Linking nets that lie in one block, made linking on request (block_angular_ordering's
+  /// linking_nets); 0 from reorder_block_angular, where l is the net-cut.
+  std::int64_t made_linking = 0;
   /// Largest block weight over the mean block weight, minus 1 (0 = perfectly balanced).
   double imbalance = 0.0;
   /// The levels of the first bisection (the whole matrix), finest first; one level when single-level.
@@ -129,10 +132,13 @@ BlockAngularOrdering reorder_block_angular(const CsrView& matrix, const Reorderi
 /// The block-angular ordering of a given partition of the vertices (rows for the dual form, columns
 /// for the primal): the nets in one block join it, the others are linking; orders, sizes, linking size
 /// and imbalance as reorder_block_angular gives them, no levels. For a partition known from the
-/// matrix's origin, such as a table's cells split by the codes of one dimension. ParameterError when
-/// `vertex_block` does not have one entry in 0 .. blocks − 1 per vertex.
+/// matrix's origin, such as a table's cells split by the codes of one dimension. The nets listed in
+/// `linking_nets` are linking even where they lie in one block (counted in made_linking). ParameterError
+/// when `vertex_block` does not have one entry in 0 .. blocks − 1 per vertex, or a listed net is
+/// outside the nets.
 BlockAngularOrdering block_angular_ordering(const CsrView& matrix, BlockAngularForm form, std::int32_t blocks,
-                                            std::vector<std::int32_t> vertex_block);
+                                            std::vector<std::int32_t> vertex_block,
+                                            std::span<const std::int64_t> linking_nets = {});
 
 /// The net-cut of a partition of the vertices: the nets (columns in the dual form, rows in the primal)
 /// whose non-zeros lie in more than one block. `vertex_block` has one entry per vertex, each in
@@ -142,8 +148,8 @@ std::int64_t net_cut(const CsrView& matrix, BlockAngularForm form, const std::ve
 /// Scans the permuted matrix and returns the first way it breaks the reported block pattern, or none:
 /// the permutations are not permutations, a row and a column of different blocks share a non-zero
 /// outside the linking part, a block's reported size or the linking size differs from what the
-/// assignment gives, a linking column (row) that lies in one block only, or an imbalance above the
-/// one reported.
+/// assignment gives, linking columns (rows) that lie in one block other than the made_linking ones,
+/// or an imbalance above the one reported.
 std::optional<std::string> block_pattern_problem(const CsrView& matrix, const BlockAngularOrdering& ordering);
 
 }  // namespace sdc::tables

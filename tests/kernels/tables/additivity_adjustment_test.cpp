@@ -322,6 +322,22 @@ TEST(AdditivityAdjustment, RefusesAnOrderingThatIsNotPrimalBlockAngular) {
 
 // total = a + b with x~ = (10, 4, 5), W = I: A = (−1 1 1), A x~ = −1, A Aᵀ = 3, y = −1/3, so
 // x* = x~ − Aᵀ y = (10 − 1/3, 4 + 1/3, 5 + 1/3).
+// CHOLMOD's symbolic analysis of R Rᵀ: disjoint rows factor without fill (one non-zero per row);
+// rows sharing columns fill in, up to a dense lower triangle.
+TEST(AdditivityAdjustment, PredictsTheFactorOfTheGivenRows) {
+  const CsrMatrix matrix = CsrMatrix::from_entries(
+      4, 5, {{0, 0, 1.0}, {0, 1, 1.0}, {1, 1, 1.0}, {1, 2, 1.0}, {2, 2, 1.0}, {2, 0, 1.0}, {3, 3, 1.0}, {3, 4, 1.0}});
+  const std::vector<std::int64_t> disjoint{0, 3};
+  const FactorPrediction diagonal = predict_normal_factor(matrix.view(), disjoint);
+  EXPECT_EQ(diagonal.nonzeros, 2.0);
+  EXPECT_GT(diagonal.flops, 0.0);
+  const std::vector<std::int64_t> cycle{0, 1, 2};  // each pair of rows shares a column
+  const FactorPrediction dense = predict_normal_factor(matrix.view(), cycle);
+  EXPECT_EQ(dense.nonzeros, 6.0);
+  EXPECT_GT(dense.flops, diagonal.flops);
+  EXPECT_EQ(predict_normal_factor(matrix.view(), {}).nonzeros, 0.0);
+}
+
 TEST(AdditivityAdjustment, SpreadsOneCellsErrorAsTheWeightedLeastSquaresFormulaSays) {
   const std::vector<DimensionEquations> dimensions{{"d1", 3, {{0, {1, 2}}}}};
   const CsrMatrix a = constraint_matrix(dimensions);
