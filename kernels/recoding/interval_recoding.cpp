@@ -112,4 +112,18 @@ std::vector<std::int32_t> interval_codes(std::span<const double> values, const I
   return codes;
 }
 
+std::int64_t code_tail(std::span<double> values, TailSide side, double threshold, double replacement) {
+  if (!std::isfinite(threshold) || !std::isfinite(replacement))
+    throw ParameterError("top and bottom coding: the threshold and the replacement must be finite");
+  std::int64_t replaced = 0;
+  for (double& x : values) {
+    // NaN compares false both ways: missing values stay as they are.
+    if (side == TailSide::kTop ? x > threshold : x < threshold) {
+      x = replacement;
+      ++replaced;
+    }
+  }
+  return replaced;
+}
+
 }  // namespace sdc::recoding

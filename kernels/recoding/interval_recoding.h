@@ -47,4 +47,11 @@ IntervalBreaks quantile_breaks(std::span<const double> quantiles);
 /// Per value: its interval's index, or −1 (missing, or outside the breaks).
 std::vector<std::int32_t> interval_codes(std::span<const double> values, const IntervalBreaks& breaks);
 
+/// Top and bottom coding (recoding.md §3, sdcMicro topBotCoding): kTop replaces every value above
+/// `threshold` by `replacement`, kBottom every value below it; strict inequalities, missing values
+/// untouched. Returns how many values were replaced. ParameterError for a threshold or replacement that
+/// is not finite.
+enum class TailSide : std::uint8_t { kTop, kBottom };
+std::int64_t code_tail(std::span<double> values, TailSide side, double threshold, double replacement);
+
 }  // namespace sdc::recoding

@@ -88,6 +88,19 @@ TEST(AnIntervalRecoding, RefusesBreaksThatDoNotRiseAndCountsBelowOne) {
   EXPECT_THROW((void)quantile_breaks(std::vector<double>{2, 2}), ParameterError);
 }
 
+// recoding.md §8: topBotCoding(x, 50, 55, "top") → (1, 5, 9, 10, 50, 55); strict, missing untouched.
+TEST(ATailCoding, ReplacesValuesStrictlyBeyondTheThresholdAndLeavesMissingValues) {
+  std::vector<double> top = kValues;
+  EXPECT_EQ(code_tail(top, TailSide::kTop, 50, 55), 1);
+  EXPECT_EQ(top, (std::vector<double>{1, 5, 9, 10, 50, 55}));
+  std::vector<double> bottom{std::numeric_limits<double>::quiet_NaN(), 1, 5, 9};
+  EXPECT_EQ(code_tail(bottom, TailSide::kBottom, 5, 4), 1);
+  EXPECT_TRUE(std::isnan(bottom[0]));
+  EXPECT_EQ(bottom[1], 4);
+  EXPECT_EQ(bottom[2], 5);
+  EXPECT_THROW((void)code_tail(bottom, TailSide::kTop, std::numeric_limits<double>::infinity(), 1), ParameterError);
+}
+
 // recoding.md §8: free1 AGE with 6 equidistant and 6 logarithmic intervals, testdata age by given breaks.
 TEST(AnIntervalRecoding, ReproducesTheReferenceOnTheSharedFiles) {
   const std::vector<double> age = column("free1.csv", "AGE");
