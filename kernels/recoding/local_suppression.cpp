@@ -13,14 +13,19 @@
 namespace sdc::recoding {
 namespace {
 
-/// f of every record of the working set (its key columns), wildcard semantics.
-std::vector<double> frequencies(const std::vector<std::vector<std::int32_t>>& columns,
-                                std::span<const std::int32_t> level_counts, double alpha) {
+/// Key columns over `columns` (any range of spans or vectors of codes), for the frequency kernels.
+template <typename Columns>
+KeyColumns key_columns(const Columns& columns, std::span<const std::int32_t> level_counts) {
   KeyColumns keys;
-  for (const std::vector<std::int32_t>& column : columns) keys.codes.emplace_back(column);
+  for (const auto& column : columns) keys.codes.emplace_back(column);
   keys.level_counts.assign(level_counts.begin(), level_counts.end());
+  return keys;
+}
+
+/// f of every record of `keys`, wildcard semantics.
+std::vector<double> frequencies(const KeyColumns& keys, double alpha) {
   const LocalFrequencyCount patterns = frequency_count_local(keys, {});
-  const PatternFrequencies per_pattern = wildcard_frequency(patterns.classes, level_counts, alpha);
+  const PatternFrequencies per_pattern = wildcard_frequency(patterns.classes, keys.level_counts, alpha);
   std::vector<double> f(patterns.record_class.size());
   for (std::size_t r = 0; r < f.size(); ++r) f[r] = per_pattern.f[patterns.record_class[r]];
   return f;
@@ -75,12 +80,12 @@ LocalSuppressionResult suppress_to_k_anonymity(std::span<const std::span<std::in
   std::stable_sort(suppression_order.begin(), suppression_order.end(),
                    [&](std::size_t a, std::size_t b) { return importance[a] > importance[b]; });
 
+  // The whole data, read in place (the suppressions are written back only at the end).
+  const KeyColumns all = key_columns(keys, level_counts);
+  result.violators_before = below(frequencies(all, options.alpha), options.k);
   // The working set Y: the first k records of every exact tuple, in record order.
   std::vector<std::size_t> origin;
   {
-    KeyColumns all;
-    for (const std::span<std::int32_t> column : keys) all.codes.emplace_back(column);
-    all.level_counts.assign(level_counts.begin(), level_counts.end());
     const LocalFrequencyCount tuples = frequency_count_local(all, {});
     std::vector<std::int64_t> seen(tuples.classes.class_count(), 0);
     for (std::size_t r = 0; r < n; ++r)
@@ -91,17 +96,10 @@ LocalSuppressionResult suppress_to_k_anonymity(std::span<const std::span<std::in
   for (std::size_t j = 0; j < m; ++j)
     for (std::size_t i = 0; i < y; ++i) columns[j][i] = keys[j][origin[i]];
 
-  const auto full_data = [&] {
-    std::vector<std::vector<std::int32_t>> all(m);
-    for (std::size_t j = 0; j < m; ++j) all[j].assign(keys[j].begin(), keys[j].end());
-    return all;
-  };
-  result.violators_before = below(frequencies(full_data(), level_counts, options.alpha), options.k);
-
   std::vector<std::uint8_t> touched(y, 0);
   std::vector<std::int32_t> distance(y);
   for (;;) {
-    const std::vector<double> f = frequencies(columns, level_counts, options.alpha);
+    const std::vector<double> f = frequencies(key_columns(columns, level_counts), options.alpha);
     if (below(f, options.k) == 0 || !result.impossible.empty()) break;
     std::vector<std::size_t> listed;
     for (std::size_t i = 0; i < y; ++i)
@@ -154,7 +152,7 @@ LocalSuppressionResult suppress_to_k_anonymity(std::span<const std::span<std::in
   for (std::size_t j = 0; j < m; ++j)
     for (std::size_t i = 0; i < y; ++i) keys[j][origin[i]] = columns[j][i];
   result.records_touched = std::count(touched.begin(), touched.end(), std::uint8_t{1});
-  result.violators_after = below(frequencies(full_data(), level_counts, options.alpha), options.k);
+  result.violators_after = below(frequencies(all, options.alpha), options.k);
   return result;
 }
 

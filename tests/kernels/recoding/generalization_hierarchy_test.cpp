@@ -6,29 +6,17 @@
 #include <vector>
 
 #include "kernels/core/error.h"
+#include "tests/kernels/recoding/hierarchy_rows.h"
 
 namespace sdc::recoding {
 namespace {
 
 HierarchyRows rows_of(std::vector<std::vector<std::string>> rows) {
-  HierarchyRows result;
-  result.source = "age.csv";
-  result.rows = std::move(rows);
-  for (std::size_t r = 0; r < result.rows.size(); ++r) result.lines.push_back(static_cast<std::int64_t>(r) + 2);
-  return result;
+  return fixtures::hierarchy_rows("age.csv", std::move(rows), 2);
 }
 
-// The age hierarchy of recoding.md §8's lattice oracle: value → 5-year band → 10-year band → `*`.
-HierarchyRows age_rows() {
-  return rows_of({{"21", "20-24", "20-29", "*"},
-                  {"22", "20-24", "20-29", "*"},
-                  {"26", "25-29", "20-29", "*"},
-                  {"27", "25-29", "20-29", "*"},
-                  {"31", "30-34", "30-39", "*"},
-                  {"33", "30-34", "30-39", "*"},
-                  {"36", "35-39", "30-39", "*"},
-                  {"38", "35-39", "30-39", "*"}});
-}
+// The age hierarchy of recoding.md §8's lattice oracle, from line 2 of age.csv.
+HierarchyRows age_rows() { return rows_of(fixtures::oracle_age_rows()); }
 
 std::string message_of(const HierarchyRows& rows) {
   try {

@@ -9,30 +9,20 @@
 #include "io/csv.h"
 #include "io/hierarchy_file.h"
 #include "kernels/core/error.h"
+#include "tests/kernels/recoding/hierarchy_rows.h"
 #include "tests/support/sdc_process.h"
 
 namespace sdc::recoding {
 namespace {
 
 HierarchyRows rows_of(std::vector<std::vector<std::string>> rows) {
-  HierarchyRows result;
-  result.source = "hand";
-  result.rows = std::move(rows);
-  for (std::size_t r = 0; r < result.rows.size(); ++r) result.lines.push_back(static_cast<std::int64_t>(r) + 1);
-  return result;
+  return fixtures::hierarchy_rows("hand", std::move(rows), 1);
 }
 
 // recoding.md §8, E lattice by hand: (age, sex) of 8 records; age value → 5-year band → 10-year band
 // → *, sex value → *; k = 2, s = 0.
 struct HandLattice {
-  GeneralizationHierarchy age = GeneralizationHierarchy::build(rows_of({{"21", "20-24", "20-29", "*"},
-                                                                        {"22", "20-24", "20-29", "*"},
-                                                                        {"26", "25-29", "20-29", "*"},
-                                                                        {"27", "25-29", "20-29", "*"},
-                                                                        {"31", "30-34", "30-39", "*"},
-                                                                        {"33", "30-34", "30-39", "*"},
-                                                                        {"36", "35-39", "30-39", "*"},
-                                                                        {"38", "35-39", "30-39", "*"}}));
+  GeneralizationHierarchy age = GeneralizationHierarchy::build(rows_of(fixtures::oracle_age_rows()));
   GeneralizationHierarchy sex = GeneralizationHierarchy::build(rows_of({{"M", "*"}, {"F", "*"}}));
   std::vector<const GeneralizationHierarchy*> hierarchies{&age, &sex};
   LeafPatterns patterns;
