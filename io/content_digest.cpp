@@ -92,6 +92,11 @@ std::string combine_content_digest(const FileSummary& summary,
       hash.update_field("level_parents");
       for (std::int32_t parent : info.level_parents) hash.update_u64(static_cast<std::uint64_t>(parent));
     }
+    if (!info.recoding.empty() || info.hierarchy_level >= 0) {
+      hash.update_field("recoding");
+      hash.update_field(info.recoding);
+      hash.update_u64(static_cast<std::uint64_t>(static_cast<std::int64_t>(info.hierarchy_level)));
+    }
     SDC_CHECK(block_digests[v].size() == blocks, "a digest for every block of '" + info.name + "'");
     for (const std::string& digest : block_digests[v]) hash.update(digest);
   }

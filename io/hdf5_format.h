@@ -47,6 +47,8 @@ inline constexpr const char* kAttrLevels = "levels";
 inline constexpr const char* kAttrMissingCode = "missing_code";
 inline constexpr const char* kAttrGeographyLevel = "geography_level";
 inline constexpr const char* kAttrLevelParents = "level_parents";
+inline constexpr const char* kAttrRecoding = "recoding";
+inline constexpr const char* kAttrHierarchyLevel = "hierarchy_level";
 
 /// Uncompressed bytes per batch of chunks. Two batches are in flight (one in I/O, one in the codec),
 /// so the extra memory of a read or write is about 2 x 8 MiB plus two chunks per thread.

@@ -410,6 +410,12 @@ struct Hdf5TableReader::Impl {
     if (info.type == VariableType::kCategorical) {
       info.levels = required(std::move(levels), kAttrLevels, name);
       if (auto parents = read_int32s(dataset, kAttrLevelParents, name)) info.level_parents = std::move(*parents);
+      if (auto recoding = read_string(dataset, kAttrRecoding, name)) info.recoding = std::move(*recoding);
+      if (const auto level = read_integer(dataset, kAttrHierarchyLevel, name)) {
+        if (*level < 0 || *level > std::numeric_limits<std::int32_t>::max())
+          invalid(name, "attribute 'hierarchy_level' is out of range");
+        info.hierarchy_level = static_cast<std::int32_t>(*level);
+      }
       const auto missing = required(read_integer(dataset, kAttrMissingCode, name), kAttrMissingCode, name);
       if (missing != kMissingCode)
         invalid(name,

@@ -375,6 +375,11 @@ class TableWriter {
            write_attribute(dataset, kAttrMissingCode, H5T_STD_I32LE, H5T_NATIVE_INT32, &missing);
       if (!info.level_parents.empty())
         ok = ok && write_int32s_attribute(dataset, kAttrLevelParents, info.level_parents);
+      if (!info.recoding.empty()) ok = ok && write_string_attribute(dataset, kAttrRecoding, info.recoding);
+      if (info.hierarchy_level >= 0) {
+        const std::int32_t level = info.hierarchy_level;
+        ok = ok && write_attribute(dataset, kAttrHierarchyLevel, H5T_STD_I32LE, H5T_NATIVE_INT32, &level);
+      }
     } else if (info.type == VariableType::kContinuous) {
       const double missing = std::numeric_limits<double>::quiet_NaN();
       ok = ok && write_attribute(dataset, kAttrMissingCode, H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, &missing);

@@ -77,7 +77,8 @@ Column categorical(std::mt19937_64& rng, const std::string& name, VariableRole r
   std::uniform_real_distribution<double> unit(0.0, 1.0);
   std::vector<std::int32_t> codes(rows);
   for (auto& code : codes) code = unit(rng) < 0.01 ? sdc::kMissingCode : draw(rng);
-  VariableInfo info{name, sdc::VariableType::kCategorical, role, geography_level, labels(name + "_", levels), {}};
+  VariableInfo info{name, sdc::VariableType::kCategorical, role, geography_level, labels(name + "_", levels), {}, {},
+                    -1};
   return Column::categorical(std::move(info), std::move(codes));
 }
 
@@ -87,7 +88,8 @@ Table make_census(std::int64_t row_count) {
   Table table("bench", row_count);
   std::vector<std::int64_t> ids(rows);
   for (std::size_t i = 0; i < rows; ++i) ids[i] = 100'000'000 + static_cast<std::int64_t>(i);
-  table.add_column(Column::id(VariableInfo{"person_id", {}, VariableRole::kIdentifier, 0, {}, {}}, std::move(ids)));
+  table.add_column(
+      Column::id(VariableInfo{"person_id", {}, VariableRole::kIdentifier, 0, {}, {}, {}, -1}, std::move(ids)));
   table.add_column(categorical(rng, "region", VariableRole::kGeography, 26, rows, 1));
   table.add_column(categorical(rng, "age_group", VariableRole::kKey, 19, rows));
   table.add_column(categorical(rng, "sex", VariableRole::kKey, 2, rows));
@@ -104,8 +106,9 @@ Table make_census(std::int64_t row_count) {
     weight[i] = 40.0 + 20.0 * unit(rng);
   }
   table.add_column(
-      Column::continuous(VariableInfo{"income", {}, VariableRole::kContinuous, 0, {}, {}}, std::move(income)));
-  table.add_column(Column::continuous(VariableInfo{"weight", {}, VariableRole::kWeight, 0, {}, {}}, std::move(weight)));
+      Column::continuous(VariableInfo{"income", {}, VariableRole::kContinuous, 0, {}, {}, {}, -1}, std::move(income)));
+  table.add_column(
+      Column::continuous(VariableInfo{"weight", {}, VariableRole::kWeight, 0, {}, {}, {}, -1}, std::move(weight)));
   sdc::validate_table(table);
   return table;
 }

@@ -71,6 +71,8 @@ nlohmann::ordered_json to_json(const io::FileSummary& summary, const std::vector
     entry["levels"] =
         info.type == VariableType::kCategorical ? nlohmann::ordered_json(info.levels.size()) : nlohmann::ordered_json();
     entry["missing"] = variable.missing;
+    if (!info.recoding.empty()) entry["recoding"] = info.recoding;
+    if (info.hierarchy_level >= 0) entry["hierarchy_level"] = info.hierarchy_level;
     out["variables"].push_back(std::move(entry));
   }
   if (digest) out["content_digest"] = *digest;
@@ -116,8 +118,14 @@ std::string to_text(const io::FileSummary& summary, const std::vector<VariableRe
                      info.type == VariableType::kCategorical ? std::to_string(info.levels.size()) : "-",
                      std::to_string(variable.missing)});
   }
-  return format_rows(header, {false, false}) + "\n" + "variables (" + std::to_string(variables.size()) + "):\n" +
-         format_rows(table, {false, false, false, true, true});
+  std::vector<std::vector<std::string>> recoded;
+  for (const VariableReport& variable : variables)
+    if (!variable.info->recoding.empty()) recoded.push_back({variable.info->name, variable.info->recoding});
+  std::string text = format_rows(header, {false, false}) + "\n" + "variables (" + std::to_string(variables.size()) +
+                     "):\n" + format_rows(table, {false, false, false, true, true});
+  if (!recoded.empty())
+    text += "\nrecoded (" + std::to_string(recoded.size()) + "):\n" + format_rows(recoded, {false, false});
+  return text;
 }
 
 class InfoCommand final : public CommandStep {

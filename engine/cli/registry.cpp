@@ -9,6 +9,9 @@ std::vector<std::unique_ptr<Command>> make_commands() {
   commands.push_back(make_info_command());
   commands.push_back(make_generate_command());
   commands.push_back(make_risk_command());
+  commands.push_back(make_recode_command());
+  commands.push_back(make_suppress_command());
+  commands.push_back(make_anonymize_command());
   commands.push_back(make_pram_command());
   commands.push_back(make_swap_command());
   commands.push_back(make_noise_command());

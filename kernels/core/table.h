@@ -57,6 +57,11 @@ struct VariableInfo {
   /// A hierarchy of the codes (a table's dimension, docs/tables.md): the parent code of each code, -1
   /// for a top code. Empty when the codes are flat, as in every file of records.
   std::vector<std::int32_t> level_parents;
+  /// How global recoding made the codes (docs/recoding.md): "hierarchy <file> level <l>" or
+  /// "intervals <rule>"; empty when the variable was not recoded. Categorical only.
+  std::string recoding;
+  /// The level of the labels in the hierarchy that recoded the variable (0 = its leaves), or -1.
+  std::int32_t hierarchy_level = -1;
 };
 
 /// One variable with its values. Owns its storage.

@@ -23,6 +23,9 @@ struct LatticeContext {
   std::int64_t records = 0;
   std::vector<std::vector<std::vector<std::int32_t>>> ancestor;   // [key][level][leaf]
   std::vector<std::vector<std::vector<std::int64_t>>> frequency;  // [key][level][value]: records there
+  /// [key][level]: Σ over records of −log₂(F(leaf) / F(ancestor)); the entropy does not depend on the
+  /// classes (suppressed records count at their generalised values), so it is summed once per level.
+  std::vector<std::vector<double>> level_entropy;
 
   LatticeContext(const LeafPatterns& p, std::span<const GeneralizationHierarchy* const> h)
       : patterns(p), hierarchies(h) {
@@ -56,6 +59,18 @@ struct LatticeContext {
                 p.counts[pattern];
         }
       }
+      level_entropy.emplace_back(levels, 0.0);
+      for (std::size_t l = 0; l < levels; ++l) {
+        ExactSum sum;
+        for (std::size_t leaf = 0; leaf < leaves; ++leaf) {
+          const std::int64_t records_here = frequency[j][0][leaf];
+          if (records_here == 0) continue;
+          const auto value = static_cast<std::size_t>(ancestor[j][l][leaf]);
+          sum.add(static_cast<double>(records_here) *
+                  std::log2(static_cast<double>(frequency[j][l][value]) / static_cast<double>(records_here)));
+        }
+        level_entropy[j][l] = sum.value();
+      }
     }
   }
 
@@ -74,8 +89,8 @@ struct LatticeContext {
     const std::size_t count = patterns.pattern_count();
     // Group the patterns by their recoded tuple.
     absl::flat_hash_map<std::string, std::int32_t> class_of_tuple;
-    std::vector<std::int32_t> pattern_class(count);
     std::vector<std::int64_t> class_size;
+    std::vector<std::size_t> class_pattern;  // a pattern of each class: its recoded values
     std::string tuple(m * sizeof(std::int32_t), '\0');
     for (std::size_t p = 0; p < count; ++p) {
       for (std::size_t j = 0; j < m; ++j) {
@@ -85,8 +100,10 @@ struct LatticeContext {
         std::memcpy(tuple.data() + j * sizeof(std::int32_t), &value, sizeof value);
       }
       const auto [it, added] = class_of_tuple.try_emplace(tuple, static_cast<std::int32_t>(class_size.size()));
-      if (added) class_size.push_back(0);
-      pattern_class[p] = it->second;
+      if (added) {
+        class_size.push_back(0);
+        class_pattern.push_back(p);
+      }
       class_size[static_cast<std::size_t>(it->second)] += patterns.counts[p];
     }
     NodeMetrics metrics;
@@ -122,16 +139,14 @@ struct LatticeContext {
       precision.add((released * share + outliers) / n);
       const auto leaves_total = static_cast<double>(hierarchy.labels(0).size());
       const std::span<const std::int64_t> leaves = hierarchy.leaves(node[j]);
+      entropy.add(level_entropy[j][level]);
+      // A class has one value of every key: its records' leaves under that value, counted per class.
       ExactSum kept_leaves;
-      for (std::size_t p = 0; p < count; ++p) {
-        const std::int32_t leaf = patterns.leaves[p * m + j];
-        if (leaf < 0) continue;
+      for (std::size_t c = 0; c < class_size.size(); ++c) {
+        const std::int32_t leaf = patterns.leaves[class_pattern[c] * m + j];
+        if (leaf < 0 || class_size[c] < options.k) continue;
         const auto value = static_cast<std::size_t>(ancestor[j][level][static_cast<std::size_t>(leaf)]);
-        const auto records_here = static_cast<double>(patterns.counts[p]);
-        entropy.add(records_here * std::log2(static_cast<double>(frequency[j][level][value]) /
-                                             static_cast<double>(frequency[j][0][static_cast<std::size_t>(leaf)])));
-        if (class_size[static_cast<std::size_t>(pattern_class[p])] >= options.k)
-          kept_leaves.add(records_here * static_cast<double>(leaves[value]) / leaves_total);
+        kept_leaves.add(static_cast<double>(class_size[c]) * static_cast<double>(leaves[value]) / leaves_total);
       }
       const double floor_term = n / leaves_total;
       const double denominator = n - floor_term;
@@ -191,6 +206,31 @@ LeafPatterns leaf_patterns(std::span<const std::span<const std::int32_t>> leaves
   return patterns;
 }
 
+LeafPatterns merge_leaf_patterns(std::span<const LeafPatterns> parts) {
+  LeafPatterns merged;
+  if (parts.empty()) return merged;
+  const std::size_t m = parts.front().key_count;
+  merged.key_count = m;
+  absl::flat_hash_map<std::string, std::size_t> index;
+  std::string tuple(m * sizeof(std::int32_t), '\0');
+  for (const LeafPatterns& part : parts) {
+    if (part.key_count != m)
+      throw ParameterError("merge_leaf_patterns: parts of " + std::to_string(m) + " and " +
+                           std::to_string(part.key_count) + " keys");
+    for (std::size_t p = 0; p < part.pattern_count(); ++p) {
+      const std::int32_t* leaves = part.leaves.data() + p * m;
+      if (m > 0) std::memcpy(tuple.data(), leaves, m * sizeof(std::int32_t));
+      const auto [it, added] = index.try_emplace(tuple, merged.counts.size());
+      if (added) {
+        merged.counts.push_back(0);
+        merged.leaves.insert(merged.leaves.end(), leaves, leaves + m);
+      }
+      merged.counts[it->second] += part.counts[p];
+    }
+  }
+  return merged;
+}
+
 NodeMetrics evaluate_node(const LeafPatterns& patterns, std::span<const GeneralizationHierarchy* const> hierarchies,
                           std::span<const std::int32_t> node, const LatticeSearchOptions& options) {
   check_search_options(options);
@@ -220,6 +260,23 @@ LatticeSearchResult search_lattice(const LeafPatterns& patterns,
       node[j] = static_cast<std::int32_t>((index / stride[j]) % (hierarchies[j]->height() + 1));
     return node;
   };
+  // Predictive tagging from the bottom: when the data itself leaves no record below k, every node is
+  // anonymous with no outlier, and generalising only adds loss, so the bottom node is the optimum and
+  // dominates every other node.
+  const std::vector<std::int32_t> bottom(m, 0);
+  const NodeMetrics bottom_metrics = context.evaluate(bottom, options);
+  if (bottom_metrics.outliers == 0) {
+    LatticeSearchResult result;
+    result.found = true;
+    result.nodes = nodes;
+    result.checked_nodes = 1;
+    result.anonymous_nodes = nodes;
+    result.minimal_nodes = 1;
+    result.optimum = bottom;
+    result.metrics = bottom_metrics;
+    result.frontier.push_back({bottom, bottom_metrics.loss(options.metric), 0, 0});
+    return result;
+  }
   std::int32_t top = 0;
   for (const GeneralizationHierarchy* hierarchy : hierarchies) top += hierarchy->height();
   std::vector<std::vector<std::int64_t>> by_height(static_cast<std::size_t>(top) + 1);
@@ -232,6 +289,7 @@ LatticeSearchResult search_lattice(const LeafPatterns& patterns,
   enum : std::uint8_t { kNotAnonymous = 0, kAnonymous = 1 };
   std::vector<std::uint8_t> anonymous(static_cast<std::size_t>(nodes), kNotAnonymous);
   std::vector<double> loss(static_cast<std::size_t>(nodes), 0.0);
+  std::vector<std::int64_t> outliers(static_cast<std::size_t>(nodes), 0);
   std::vector<std::uint8_t> checked(static_cast<std::size_t>(nodes), 0);
   for (std::size_t height = by_height.size(); height-- > 0;) {
     const std::vector<std::int64_t>& level = by_height[height];
@@ -247,12 +305,14 @@ LatticeSearchResult search_lattice(const LeafPatterns& patterns,
       if (!metrics.anonymous) return;
       anonymous[static_cast<std::size_t>(index)] = kAnonymous;
       loss[static_cast<std::size_t>(index)] = metrics.loss(options.metric);
+      outliers[static_cast<std::size_t>(index)] = metrics.outliers;
     });
   }
   LatticeSearchResult result;
   result.nodes = nodes;
   std::int64_t best = -1;
   std::int32_t best_height = 0;
+  std::vector<FrontierNode> anonymous_nodes;
   for (std::int64_t index = 0; index < nodes; ++index) {
     result.checked_nodes += checked[static_cast<std::size_t>(index)];
     if (anonymous[static_cast<std::size_t>(index)] == kNotAnonymous) continue;
@@ -265,6 +325,8 @@ LatticeSearchResult search_lattice(const LeafPatterns& patterns,
       if (node[j] > 0 && anonymous[static_cast<std::size_t>(index - stride[j])] == kAnonymous) minimal = false;
     }
     result.minimal_nodes += minimal ? 1 : 0;
+    anonymous_nodes.push_back(
+        {node, loss[static_cast<std::size_t>(index)], outliers[static_cast<std::size_t>(index)], height});
     // Index order is the lexicographic order of the nodes, so a tie on loss and height keeps the first.
     const double value = loss[static_cast<std::size_t>(index)];
     if (best < 0 || value < loss[static_cast<std::size_t>(best)] ||
@@ -273,6 +335,15 @@ LatticeSearchResult search_lattice(const LeafPatterns& patterns,
       best_height = height;
     }
   }
+  // Nodes are in lexicographic order: the stable sort leaves equal (loss, outliers, height) in the tie
+  // rule's order.
+  std::stable_sort(anonymous_nodes.begin(), anonymous_nodes.end(), [](const FrontierNode& a, const FrontierNode& b) {
+    if (a.loss != b.loss) return a.loss < b.loss;
+    return a.outliers != b.outliers ? a.outliers < b.outliers : a.height < b.height;
+  });
+  for (FrontierNode& node : anonymous_nodes)
+    if (result.frontier.empty() || node.outliers < result.frontier.back().outliers)
+      result.frontier.push_back(std::move(node));
   if (best >= 0) {
     result.found = true;
     result.optimum = levels_of(best);

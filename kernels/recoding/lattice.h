@@ -6,7 +6,8 @@
 // Node check: the data's key tuples as patterns with counts (one group-by of the records, done once),
 // each pattern recoded to the node's levels and grouped again; outliers are the records in classes
 // below k, and the node is anonymous when they are at most the suppression limit.
-// Search: nodes top-down by height. A node with a non-anonymous direct generalisation is
+// Search: when no record of the data lies below k, the bottom node (no recoding) is the optimum and
+// every node is anonymous: one check. Otherwise nodes top-down by height. A node with a non-anonymous direct generalisation is
 // non-anonymous (monotonicity: generalising merges classes) and is never checked; every other node is
 // checked, in parallel within a height. So only the anonymous nodes and the border below them are
 // grouped (ARX's Flash checks fewer on deep lattices; the result is the same, by the definition below).
@@ -34,6 +35,11 @@ struct LeafPatterns {
 
 /// The patterns of records whose key j has leaf index leaves[j][r] (−1 missing), in first-seen order.
 LeafPatterns leaf_patterns(std::span<const std::span<const std::int32_t>> leaves);
+
+/// The merge of the patterns of consecutive blocks of records (ranks in order): equal tuples' counts
+/// summed, in first-seen order over the blocks, so the result equals leaf_patterns of all the records.
+/// ParameterError for parts of different key counts.
+LeafPatterns merge_leaf_patterns(std::span<const LeafPatterns> parts);
 
 enum class LossMetric : std::uint8_t {
   kEntropy,         ///< non-uniform entropy, monotone form (bits)
@@ -66,6 +72,15 @@ struct LatticeSearchOptions {
   LossMetric metric = LossMetric::kEntropy;
 };
 
+/// An anonymous node on the frontier of loss against suppression: no other anonymous node has at most
+/// its loss and at most its outliers, one of them fewer.
+struct FrontierNode {
+  std::vector<std::int32_t> levels;
+  double loss = 0.0;
+  std::int64_t outliers = 0;
+  std::int32_t height = 0;
+};
+
 struct LatticeSearchResult {
   bool found = false;
   std::vector<std::int32_t> optimum;
@@ -74,6 +89,9 @@ struct LatticeSearchResult {
   std::int64_t checked_nodes = 0;
   std::int64_t anonymous_nodes = 0;
   std::int64_t minimal_nodes = 0;  ///< anonymous nodes without an anonymous direct specialisation
+  /// By loss ascending, outliers descending; of nodes with equal loss and outliers, the one the
+  /// optimum's tie rule prefers (smaller height, then lexicographically smaller).
+  std::vector<FrontierNode> frontier;
 };
 
 /// The node's metrics. ParameterError for a node of the wrong length or a level outside 0..h_j, or no

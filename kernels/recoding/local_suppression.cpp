@@ -1,6 +1,12 @@
 #include "kernels/recoding/local_suppression.h"
 
+#include <absl/container/flat_hash_map.h>
+#include <tbb/blocked_range.h>
+#include <tbb/enumerable_thread_specific.h>
+#include <tbb/parallel_for.h>
+
 #include <algorithm>
+#include <cstring>
 #include <numeric>
 #include <optional>
 #include <string>
@@ -35,10 +41,126 @@ std::int64_t below(const std::vector<double>& f, std::int64_t k) {
   return std::count_if(f.begin(), f.end(), [&](double value) { return value < static_cast<double>(k); });
 }
 
+/// The nearest rows of a listed record (recoding.md §4, "Native, same result"): the smallest positive
+/// distance, counting the keys both observe and on which they differ, and in bit j whether some row at
+/// that distance is observed and different on key j. No row at a positive distance: distance 0, no bit.
+struct Nearest {
+  std::int32_t distance = 0;
+  std::uint64_t differing = 0;
+};
+
+Nearest merge(const Nearest& a, const Nearest& b) {
+  if (a.distance == 0) return b;
+  if (b.distance == 0 || a.distance < b.distance) return a;
+  if (b.distance < a.distance) return b;
+  return {a.distance, a.differing | b.differing};
+}
+
+/// Distinct key tuples with their multiplicities: the rows a listed record is compared with, each
+/// tuple once (the distance and the differing keys depend on the tuple alone), indexed by their values
+/// so that the rows near a record are found without comparing it with every tuple.
+class PatternIndex {
+ public:
+  PatternIndex(std::span<const std::int32_t> level_counts)
+      : m_(level_counts.size()), key_(m_ * sizeof(std::int32_t), '\0'), with_value_(m_), missing_(m_) {
+    for (std::size_t j = 0; j < m_; ++j) with_value_[j].resize(static_cast<std::size_t>(level_counts[j]));
+  }
+
+  /// Adds one row of `tuple`; returns the tuple's index.
+  std::size_t add(std::span<const std::int32_t> tuple) {
+    std::memcpy(key_.data(), tuple.data(), key_.size());
+    const auto [it, added] = index_.try_emplace(key_, counts_.size());
+    if (added) {
+      const auto t = static_cast<std::uint32_t>(counts_.size());
+      tuples_.insert(tuples_.end(), tuple.begin(), tuple.end());
+      counts_.push_back(0);
+      seen_.push_back(0);
+      for (std::size_t j = 0; j < m_; ++j)
+        (tuple[j] < 0 ? missing_[j] : with_value_[j][static_cast<std::size_t>(tuple[j])]).push_back(t);
+    }
+    ++counts_[it->second];
+    return it->second;
+  }
+  /// Removes one row of `tuple`, which is present (its tuple stays indexed, with no row).
+  void remove(std::span<const std::int32_t> tuple) {
+    std::memcpy(key_.data(), tuple.data(), key_.size());
+    --counts_[index_.at(key_)];
+  }
+  std::size_t size() const { return counts_.size(); }
+  std::span<const std::int32_t> tuple(std::size_t t) const { return {tuples_.data() + t * m_, m_}; }
+
+  /// The nearest of the rows present to `own`, over those at a distance of at most `limit` (every row
+  /// when `limit` reaches the keys `own` observes). Not thread-safe (it marks the tuples it visits).
+  Nearest nearest_within(std::span<const std::int32_t> own, std::int32_t limit) {
+    // A row within `limit` differs on at most `limit` of own's observed keys, so it agrees with own
+    // (or misses the value) on at least one of any limit + 1 of them: the most selective ones.
+    std::vector<std::pair<std::size_t, std::size_t>> keys;  // (rows to visit, key)
+    for (std::size_t j = 0; j < m_; ++j)
+      if (own[j] >= 0)
+        keys.emplace_back(with_value_[j][static_cast<std::size_t>(own[j])].size() + missing_[j].size(), j);
+    Nearest best;
+    if (static_cast<std::size_t>(limit) >= keys.size()) {
+      for (std::size_t t = 0; t < counts_.size(); ++t) best = closer(best, own, t);
+      return best;
+    }
+    std::partial_sort(keys.begin(), keys.begin() + limit + 1, keys.end());
+    ++stamp_;
+    for (std::size_t i = 0; i <= static_cast<std::size_t>(limit); ++i) {
+      const std::size_t j = keys[i].second;
+      for (const auto* list : {&with_value_[j][static_cast<std::size_t>(own[j])], &missing_[j]})
+        for (const std::uint32_t t : *list) {
+          if (seen_[t] == stamp_) continue;
+          seen_[t] = stamp_;
+          best = closer(best, own, t);
+        }
+    }
+    if (best.distance > limit) return {};
+    return best;
+  }
+
+  /// The nearest of the rows present to `own`: the smallest limit that finds one.
+  Nearest nearest(std::span<const std::int32_t> own) {
+    const auto observed =
+        static_cast<std::int32_t>(std::count_if(own.begin(), own.end(), [](std::int32_t code) { return code >= 0; }));
+    for (std::int32_t limit = 1; limit < observed; ++limit) {
+      const Nearest found = nearest_within(own, limit);
+      if (found.distance > 0) return found;
+    }
+    return nearest_within(own, observed);
+  }
+
+ private:
+  Nearest closer(const Nearest& best, std::span<const std::int32_t> own, std::size_t t) const {
+    if (counts_[t] == 0) return best;
+    const std::int32_t* other = tuples_.data() + t * m_;
+    std::int32_t distance = 0;
+    std::uint64_t differing = 0;
+    for (std::size_t j = 0; j < m_; ++j)
+      if (own[j] >= 0 && other[j] >= 0 && other[j] != own[j]) {
+        ++distance;
+        differing |= std::uint64_t{1} << j;
+      }
+    return distance > 0 ? merge(best, {distance, differing}) : best;
+  }
+
+  std::size_t m_;
+  std::string key_;
+  absl::flat_hash_map<std::string, std::size_t> index_;
+  std::vector<std::int32_t> tuples_;
+  std::vector<std::int64_t> counts_;
+  std::vector<std::vector<std::vector<std::uint32_t>>> with_value_;  // [key][value]: tuples
+  std::vector<std::vector<std::uint32_t>> missing_;                  // [key]: tuples missing it
+  std::vector<std::uint64_t> seen_;
+  std::uint64_t stamp_ = 0;
+};
+
 }  // namespace
 
 void check_local_suppression_options(std::size_t key_count, const LocalSuppressionOptions& options) {
   if (options.k < 1) throw ParameterError("local suppression: k must be at least 1");
+  if (key_count > kMaxSuppressionKeys)
+    throw ParameterError("local suppression: at most " + std::to_string(kMaxSuppressionKeys) + " keys, not " +
+                         std::to_string(key_count));
   if (!(options.alpha >= 0.0 && options.alpha <= 1.0))
     throw ParameterError("local suppression: alpha must lie in [0, 1]");
   if (!options.importance.empty()) {
@@ -97,34 +219,64 @@ LocalSuppressionResult suppress_to_k_anonymity(std::span<const std::span<std::in
     for (std::size_t i = 0; i < y; ++i) columns[j][i] = keys[j][origin[i]];
 
   std::vector<std::uint8_t> touched(y, 0);
-  std::vector<std::int32_t> distance(y);
   for (;;) {
     const std::vector<double> f = frequencies(key_columns(columns, level_counts), options.alpha);
     if (below(f, options.k) == 0 || !result.impossible.empty()) break;
     std::vector<std::size_t> listed;
+    std::vector<std::uint8_t> is_listed(y, 0);
     for (std::size_t i = 0; i < y; ++i)
-      if (f[i] < static_cast<double>(options.k)) listed.push_back(i);
+      if (f[i] < static_cast<double>(options.k)) {
+        listed.push_back(i);
+        is_listed[i] = 1;
+      }
     std::stable_sort(listed.begin(), listed.end(), [&](std::size_t a, std::size_t b) { return f[a] < f[b]; });
     ++result.passes;
+
+    // Phase A: the rows not listed, which this pass never changes, against each listed row's tuple
+    // (unchanged until its own turn), in parallel.
+    PatternIndex unlisted(level_counts);
+    std::vector<std::int32_t> listed_tuples;  // each distinct listed tuple once
+    absl::flat_hash_map<std::string, std::size_t> listed_index;
+    std::string tuple_key(m * sizeof(std::int32_t), '\0');
+    std::vector<std::size_t> tuple_of_listed(y, 0);
+    std::vector<std::int32_t> tuple(m);
+    for (std::size_t i = 0; i < y; ++i) {
+      for (std::size_t j = 0; j < m; ++j) tuple[j] = columns[j][i];
+      if (is_listed[i] == 0) {
+        unlisted.add(tuple);
+        continue;
+      }
+      std::memcpy(tuple_key.data(), tuple.data(), tuple_key.size());
+      const auto [it, added] = listed_index.try_emplace(tuple_key, listed_index.size());
+      if (added) listed_tuples.insert(listed_tuples.end(), tuple.begin(), tuple.end());
+      tuple_of_listed[i] = it->second;
+    }
+    // Each thread searches a copy of the index (the search marks the tuples it visits).
+    std::vector<Nearest> fixed_part(listed_index.size());
+    tbb::enumerable_thread_specific<PatternIndex> searchers(unlisted);
+    tbb::parallel_for(tbb::blocked_range<std::size_t>(0, fixed_part.size()), [&](const auto& range) {
+      PatternIndex& searcher = searchers.local();
+      for (std::size_t t = range.begin(); t != range.end(); ++t)
+        fixed_part[t] = searcher.nearest(std::span<const std::int32_t>(listed_tuples).subspan(t * m, m));
+    });
+
+    // Phase B: the listed rows in their current state, in list order.
+    PatternIndex current(level_counts);
     for (const std::size_t p : listed) {
-      std::fill(distance.begin(), distance.end(), 0);
-      for (std::size_t j = 0; j < m; ++j) {
-        const std::int32_t own = columns[j][p];
-        if (own < 0) continue;
-        const std::vector<std::int32_t>& column = columns[j];
-        for (std::size_t i = 0; i < y; ++i) distance[i] += (column[i] >= 0 && column[i] != own) ? 1 : 0;
-      }
-      auto nearest = static_cast<std::int32_t>(m);
-      for (const std::int32_t d : distance)
-        if (d > 0 && d < nearest) nearest = d;
+      for (std::size_t j = 0; j < m; ++j) tuple[j] = columns[j][p];
+      current.add(tuple);
+    }
+    for (const std::size_t p : listed) {
+      for (std::size_t j = 0; j < m; ++j) tuple[j] = columns[j][p];
+      const Nearest& fixed = fixed_part[tuple_of_listed[p]];
+      const Nearest nearest =
+          merge(fixed, fixed.distance > 0 ? current.nearest_within(tuple, fixed.distance) : current.nearest(tuple));
       std::optional<std::size_t> chosen;
-      for (const std::size_t j : suppression_order) {
-        const std::int32_t own = columns[j][p];
-        if (own < 0) continue;
-        for (std::size_t i = 0; i < y && !chosen; ++i)
-          if (distance[i] == nearest && columns[j][i] >= 0 && columns[j][i] != own) chosen = j;
-        if (chosen) break;
-      }
+      for (const std::size_t j : suppression_order)
+        if ((nearest.differing >> j & 1U) != 0) {
+          chosen = j;
+          break;
+        }
       if (!chosen) {
         // Every record agrees with p wherever both are observed.
         if (options.alpha == 1.0) {
@@ -144,7 +296,10 @@ LocalSuppressionResult suppress_to_k_anonymity(std::span<const std::span<std::in
           break;
         }
       }
+      current.remove(tuple);
       columns[*chosen][p] = -1;
+      tuple[*chosen] = -1;
+      current.add(tuple);
       ++result.suppressed[*chosen];
       touched[p] = 1;
     }

@@ -11,10 +11,14 @@
 //    suppression order where p is observed and some candidate is observed and different: suppressed;
 // 5. passes repeat until no record has f < k.
 //
-// Shape: a function of one block of records that holds every record of the data (or of a stratum):
-// the candidate search compares each listed record with all the others. O(passes × |P| × |Y| × m),
-// |P| the records listed, |Y| ≤ the records; for census scale the native pattern-based version
-// (recoding.md §4, "Native, same result") replaces the scan.
+// Shape: a function of one block of records that holds every record of the data (or of a stratum).
+// The candidate search is the native one of recoding.md §4 ("Native, same result"), which gives the
+// reference's choice: the nearest rows of a listed record are found among distinct key tuples, not
+// records; phase A compares the listed records' tuples with the tuples of the rows not listed (which
+// the pass never changes) in parallel, phase B with the listed rows in their current state, in list
+// order. O(passes × (|T_P| × |T_Y| + |P| × |T_P|) × m): T_P the distinct tuples listed, T_Y those not
+// listed, |P| the records listed. Memory: the working set Y (at most k records of each tuple) and the
+// tuples, O(|Y| × m).
 
 #include <cstdint>
 #include <span>
@@ -22,6 +26,9 @@
 #include <vector>
 
 namespace sdc::recoding {
+
+/// Keys beyond this are refused (the differing keys of a candidate are one 64-bit mask).
+inline constexpr std::size_t kMaxSuppressionKeys = 64;
 
 struct LocalSuppressionOptions {
   std::int64_t k = 2;
@@ -43,8 +50,8 @@ struct LocalSuppressionResult {
   std::string impossible;
 };
 
-/// ParameterError naming the option: k < 1, alpha outside [0, 1], importance not one value in 1..m
-/// per key.
+/// ParameterError naming the option: k < 1, more than kMaxSuppressionKeys keys, alpha outside [0, 1],
+/// importance not one value in 1..m per key.
 void check_local_suppression_options(std::size_t key_count, const LocalSuppressionOptions& options);
 
 /// The importance of each key by default: rank by level count, fewest first, ties in key order.

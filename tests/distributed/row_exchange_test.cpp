@@ -30,9 +30,10 @@ Table part_of(const Communicator& comm, RowRange* range) {
     codes[i] = static_cast<std::int32_t>(row % 5);
   }
   Table table("test", range->count, range->first);
-  VariableInfo id_info{"id", VariableType::kId, VariableRole::kIdentifier, 0, {}, {}};
-  VariableInfo value_info{"value", VariableType::kContinuous, VariableRole::kOther, 0, {}, {}};
-  VariableInfo code_info{"code", VariableType::kCategorical, VariableRole::kKey, 0, {"a", "b", "c", "d", "e"}, {}};
+  VariableInfo id_info{"id", VariableType::kId, VariableRole::kIdentifier, 0, {}, {}, {}, -1};
+  VariableInfo value_info{"value", VariableType::kContinuous, VariableRole::kOther, 0, {}, {}, {}, -1};
+  VariableInfo code_info{"code", VariableType::kCategorical, VariableRole::kKey, 0, {"a", "b", "c", "d", "e"}, {}, {},
+                         -1};
   table.add_column(Column::id(id_info, std::move(ids)));
   table.add_column(Column::continuous(value_info, std::move(values)));
   table.add_column(Column::categorical(code_info, std::move(codes)));

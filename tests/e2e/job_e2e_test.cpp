@@ -313,27 +313,61 @@ TEST(TheDefaultCensusJob,
   ASSERT_EQ(result.exit_code, 0) << result.err;
   EXPECT_EQ(validate_report(dir / "job.json"), "");
   const auto report = nlohmann::json::parse(read_text(dir / "job.json"));
-  ASSERT_EQ(report["steps"].size(), 12U);
-  const std::vector<std::string> methods{"risk",           "swap targeted",     "pram",
-                                         "risk",           "utility",           "microaggregate",
-                                         "linkage",        "utility",           "perturb-table keys",
-                                         "table tabulate", "perturb-table ckm", "perturb-table adjust"};
+  ASSERT_EQ(report["steps"].size(), 14U);
+  const std::vector<std::string> methods{"risk",
+                                         "recode",
+                                         "suppress",
+                                         "swap targeted",
+                                         "pram",
+                                         "risk",
+                                         "utility",
+                                         "microaggregate",
+                                         "linkage",
+                                         "utility",
+                                         "perturb-table keys",
+                                         "table tabulate",
+                                         "perturb-table ckm",
+                                         "perturb-table adjust"};
   for (std::size_t s = 0; s < methods.size(); ++s) EXPECT_EQ(report["steps"][s]["method"], methods[s]) << s;
-  const auto& swapped = report["steps"][1]["results"];
-  const auto& pram = report["steps"][2]["results"];
+  const auto& recoded = report["steps"][1]["results"];
+  const auto& suppressed = report["steps"][2]["results"];
+  const auto& swapped = report["steps"][3]["results"];
+  const auto& pram = report["steps"][4]["results"];
   const auto& before = report["steps"][0]["results"];
-  const auto& after = report["steps"][3]["results"];
-  const auto& categorical = report["steps"][4]["results"]["categorical"];
-  const auto& micro = report["steps"][5]["results"];
+  const auto& after = report["steps"][5]["results"];
+  const auto& categorical = report["steps"][6]["results"]["categorical"];
+  const auto& micro = report["steps"][7]["results"];
+  // Ages above 90 are top-coded; local suppression leaves no person below k = 3 on age, education and
+  // occupation, and the file the swapping reads carries the suppressions.
+  EXPECT_EQ(recoded["variables"][0]["method"], "top-code");
+  EXPECT_GT(recoded["variables"][0]["replaced"].get<std::int64_t>(), 0);
+  EXPECT_GT(suppressed["violations_before"].get<std::int64_t>(), 0);
+  EXPECT_EQ(suppressed["violations_left"], 0);
+  EXPECT_EQ(suppressed["impossible"], nullptr);
+  EXPECT_GT(suppressed["suppressed"].get<std::int64_t>(), 0);
+  const auto suppressed_info = run_sdc({"info", "--json", (dir / "out" / "suppress-keys.h5").string()});
+  ASSERT_EQ(suppressed_info.exit_code, 0) << suppressed_info.err;
+  std::map<std::string, nlohmann::json> missing_after;
+  for (const auto& key : suppressed["keys"]) missing_after[key["name"]] = key["missing_after"];
+  ASSERT_EQ(missing_after.size(), 3U);
+  const auto suppressed_file = nlohmann::json::parse(suppressed_info.out);
+  for (const auto& variable : suppressed_file["variables"]) {
+    if (variable["name"] == "age") {
+      EXPECT_EQ(variable["recoding"], "top-code above 90 to 90");
+    }
+    if (missing_after.contains(variable["name"])) {
+      EXPECT_EQ(variable["missing"], missing_after[variable["name"]]) << variable["name"];
+    }
+  }
   // Swapping moves at least the 5 % quota; groups of at least 3 within nuts3 regions; linkage within the
   // regions credits at most 1/3 a record; utility measures the same loss as the microaggregation step.
   EXPECT_GE(swapped["swap_rate"].get<double>(), 0.05);
   EXPECT_GE(micro["smallest_group"].get<int>(), 3);
   EXPECT_EQ(micro["blocks"], 36);
-  EXPECT_LE(report["steps"][6]["results"]["fractional_rate"].get<double>(), 1.0 / 3.0);
-  EXPECT_EQ(report["steps"][7]["results"]["il_percent"], micro["il_percent"]);
+  EXPECT_LE(report["steps"][8]["results"]["fractional_rate"].get<double>(), 1.0 / 3.0);
+  EXPECT_EQ(report["steps"][9]["results"]["il_percent"], micro["il_percent"]);
   // The categorical loss of the release: swapping moved municipalities, PRAM marital status and
-  // citizenship, nothing touched sex or age; households swap with households of their size class, so
+  // citizenship, nothing touched sex or the age group; households swap with households of their size class, so
   // the municipalities' person counts (the one-way lau2 table) move only through the open class of 10
   // or more persons, far less than lau2 x sex.
   std::map<std::string, nlohmann::json> variables;
@@ -359,7 +393,7 @@ TEST(TheDefaultCensusJob,
     EXPECT_TRUE(after.contains(section)) << section;
   }
   // Swapping starts from the census: the released file carries no risk column of the original keys.
-  EXPECT_EQ(replaced_variable_warnings(report, 3), 0U);
+  EXPECT_EQ(replaced_variable_warnings(report, 5), 0U);
   const auto info = run_sdc({"info", (dir / "out" / "pram.h5").string()});
   ASSERT_EQ(info.exit_code, 0) << info.err;
   EXPECT_EQ(info.out.find("individual_risk"), std::string::npos) << info.out;
@@ -378,8 +412,8 @@ TEST(TheDefaultCensusJob,
   EXPECT_NE(keyed.out.find("trs_swapped"), std::string::npos) << keyed.out;
   EXPECT_NE(keyed.out.find("record_key"), std::string::npos) << keyed.out;
   EXPECT_EQ(keyed.out.find("pram_changed"), std::string::npos) << keyed.out;
-  const auto& hypercube = report["steps"][9]["results"];
-  const auto& ckm = report["steps"][10]["results"];
+  const auto& hypercube = report["steps"][11]["results"];
+  const auto& ckm = report["steps"][12]["results"];
   EXPECT_EQ(hypercube["dimensions"].size(), 5U);
   EXPECT_EQ(hypercube["records"], swapped["records"]);
   EXPECT_GT(hypercube["statuses"]["frequency"].get<std::int64_t>(), 0);
@@ -409,7 +443,7 @@ TEST(TheDefaultCensusJob,
 
   // The adjusted hypercube adds up: every equation of the table's hierarchies holds to 1e-9 of the
   // largest figure, and the perturbed table did not before.
-  const auto& additive = report["steps"][11]["results"];
+  const auto& additive = report["steps"][13]["results"];
   EXPECT_EQ(additive["cells"], ckm["cells"]);
   EXPECT_EQ(additive["solver"], "block-angular");
   EXPECT_EQ(additive["block_angular"]["blocks"], 8);
