@@ -251,13 +251,17 @@ constexpr std::int32_t kPrimalCycles = 4;
 /// How many of its heaviest neighbours a vertex keeps from the parallel rating.
 constexpr std::size_t kCandidates = 8;
 
+/// Pins whose slots are fetched ahead of their addition, per batch (see heaviest_neighbours).
+constexpr std::size_t kPinBatch = 64;
+
 /// A sparse accumulator of edge weights: one slot per vertex, reset through the list of slots touched.
 /// Neighbours rank by edge weight (the nets shared, by weight), then by the smaller tie key, then by
 /// the smaller index.
 struct EdgeWeights {
   std::vector<std::int64_t> weight;
   std::vector<std::int32_t> touched;
-  bool scaled = false;  ///< a net counts 1 / (pins − 1) of its weight
+  bool scaled = false;                                         ///< a net counts 1 / (pins − 1) of its weight
+  std::vector<std::pair<std::int32_t, std::int64_t>> pending;  ///< pins and their nets' weights, in net order
 
   /// Up to `count` neighbours of `v` that are `allowed`, best first, into `best`; returns how many.
   template <typename Allowed>
@@ -265,26 +269,36 @@ struct EdgeWeights {
                                   std::int32_t* best, std::size_t count) {
     if (weight.size() != static_cast<std::size_t>(h.vertices()))
       weight.assign(static_cast<std::size_t>(h.vertices()), 0);
+    // Nets, their pins and the pins' slots are scattered, and most of the time goes to waiting for
+    // them: a net's offsets are fetched sixteen nets ahead of use, its pins and weight eight ahead, and
+    // each pin's slot one to two batches of pins ahead, so that many fetches are in flight at once.
     const auto nets = h.nets_of(v);
-    // Nets, their pins and the pins' slots are scattered: fetch them ahead of use (the net's offsets
-    // four nets ahead, its pins two ahead, their slots one ahead).
-    const auto prefetch = [&](std::size_t i) {
-      if (i + 4 < nets.size()) __builtin_prefetch(&h.net_offsets[static_cast<std::size_t>(nets[i + 4])]);
-      if (i + 2 < nets.size()) __builtin_prefetch(h.pins_of(nets[i + 2]).data());
-      if (i + 1 < nets.size())
-        for (const std::int32_t u : h.pins_of(nets[i + 1])) __builtin_prefetch(&weight[static_cast<std::size_t>(u)], 1);
-    };
-    for (std::size_t i = 0; i < nets.size(); ++i) {
-      prefetch(i);
-      const auto net_pins = h.pins_of(nets[i]);
-      std::int64_t w = std::int64_t{h.net_weight[static_cast<std::size_t>(nets[i])]} << kRatingScaleBits;
-      if (scaled) w /= static_cast<std::int64_t>(net_pins.size() - 1);
-      for (const std::int32_t u : net_pins) {
+    std::size_t added = 0;
+    const auto add = [&](std::size_t last) {
+      for (; added < last; ++added) {
+        const auto [u, w] = pending[added];
         std::int64_t& slot = weight[static_cast<std::size_t>(u)];
         if (slot == 0) touched.push_back(u);
         slot += w;
       }
+    };
+    pending.clear();
+    for (std::size_t i = 0; i < nets.size(); ++i) {
+      if (i + 16 < nets.size()) __builtin_prefetch(&h.net_offsets[static_cast<std::size_t>(nets[i + 16])]);
+      if (i + 8 < nets.size()) {
+        __builtin_prefetch(h.pins_of(nets[i + 8]).data());
+        __builtin_prefetch(&h.net_weight[static_cast<std::size_t>(nets[i + 8])]);
+      }
+      const auto net_pins = h.pins_of(nets[i]);
+      std::int64_t w = std::int64_t{h.net_weight[static_cast<std::size_t>(nets[i])]} << kRatingScaleBits;
+      if (scaled) w /= static_cast<std::int64_t>(net_pins.size() - 1);
+      for (const std::int32_t u : net_pins) {
+        __builtin_prefetch(&weight[static_cast<std::size_t>(u)], 1);
+        pending.emplace_back(u, w);
+      }
+      if (pending.size() >= added + 2 * kPinBatch) add(added + kPinBatch);
     }
+    add(pending.size());
     std::array<std::int64_t, kCandidates> best_weight{};
     std::array<std::uint64_t, kCandidates> best_tie{};
     std::size_t found = 0;
@@ -343,8 +357,8 @@ std::vector<std::int32_t> heavy_edge_matching(const Hypergraph& h, std::int64_t 
   };
   std::vector<std::int32_t> candidates(kMatchingChunk * kCandidates, kNone);
   std::array<std::uint8_t, kMatchingChunk> candidate_count{};
-  tbb::enumerable_thread_specific<EdgeWeights> accumulators(EdgeWeights{{}, {}, scaled});
-  EdgeWeights accumulator{{}, {}, scaled};
+  tbb::enumerable_thread_specific<EdgeWeights> accumulators(EdgeWeights{{}, {}, scaled, {}});
+  EdgeWeights accumulator{{}, {}, scaled, {}};
   for (std::size_t chunk = 0; chunk < order.size(); chunk += kMatchingChunk) {
     const std::size_t size = std::min(kMatchingChunk, order.size() - chunk);
     // Ratings against the matching as the chunk found it: `mate` is only read until they are done.
@@ -559,6 +573,9 @@ std::size_t fruitless_moves(ReorderingAlgorithm algorithm) {
   return algorithm == ReorderingAlgorithm::kMultilevel ? kFruitlessMoves : kFullPasses;
 }
 
+/// How far ahead of use the gain computation fetches a net's pin counts and weight.
+constexpr std::size_t kGainLookahead = 16;
+
 /// Kernighan–Lin passes with Fiduccia–Mattheyses gain updates on one level (tabular.md §2, step 2).
 class Refiner {
  public:
@@ -609,10 +626,19 @@ class Refiner {
   void compute_gains(const Bisection& b) {
     tbb::parallel_for(tbb::blocked_range<std::int32_t>(0, h_.vertices()),
                       [&](const tbb::blocked_range<std::int32_t>& r) {
+                        // The nets are scattered: fetch their counts and weights sixteen nets ahead.
+                        const auto last = to_size(h_.vertex_offsets[static_cast<std::size_t>(r.end())]);
                         for (std::int32_t v = r.begin(); v != r.end(); ++v) {
                           const std::uint8_t own = b.part[static_cast<std::size_t>(v)];
                           std::int64_t gain = 0;
-                          for (const std::int32_t j : h_.nets_of(v)) {
+                          for (auto e = to_size(h_.vertex_offsets[static_cast<std::size_t>(v)]);
+                               e < to_size(h_.vertex_offsets[static_cast<std::size_t>(v) + 1]); ++e) {
+                            if (e + kGainLookahead < last) {
+                              const auto ahead = static_cast<std::size_t>(h_.vertex_nets[e + kGainLookahead]);
+                              __builtin_prefetch(&pin_count_[2 * ahead]);
+                              __builtin_prefetch(&h_.net_weight[ahead]);
+                            }
+                            const std::int32_t j = h_.vertex_nets[e];
                             const std::int32_t in_own = pin_count_[2 * static_cast<std::size_t>(j) + own];
                             const std::int32_t in_other = pin_count_[2 * static_cast<std::size_t>(j) + (1U - own)];
                             if (in_own == 1 && in_other >= 1)
@@ -672,12 +698,14 @@ class Refiner {
     b.part[static_cast<std::size_t>(vertex)] = to;
     const auto nets = h_.nets_of(vertex);
     for (std::size_t i = 0; i < nets.size(); ++i) {
-      // The nets are scattered: fetch the counts and offsets two nets ahead, the pins one ahead.
-      if (i + 2 < nets.size()) {
-        __builtin_prefetch(&pin_count_[2 * static_cast<std::size_t>(nets[i + 2])], 1);
-        __builtin_prefetch(&h_.net_offsets[static_cast<std::size_t>(nets[i + 2])]);
+      // The nets are scattered: fetch their counts, offsets and weights eight nets ahead, their pins
+      // four ahead.
+      if (i + 8 < nets.size()) {
+        __builtin_prefetch(&pin_count_[2 * static_cast<std::size_t>(nets[i + 8])], 1);
+        __builtin_prefetch(&h_.net_offsets[static_cast<std::size_t>(nets[i + 8])]);
+        __builtin_prefetch(&h_.net_weight[static_cast<std::size_t>(nets[i + 8])]);
       }
-      if (i + 1 < nets.size()) __builtin_prefetch(h_.pins_of(nets[i + 1]).data());
+      if (i + 4 < nets.size()) __builtin_prefetch(h_.pins_of(nets[i + 4]).data());
       const std::int32_t j = nets[i];
       const std::int64_t w = h_.net_weight[static_cast<std::size_t>(j)];
       const auto pins = h_.pins_of(j);
