@@ -137,14 +137,16 @@ Hypergraph build_hypergraph(std::vector<std::int64_t> vertex_weight, std::span<c
   for (std::size_t j = 0; j < nets; ++j)
     if (distinct[j] > 0) ++bucket_start[bucket_of(j) + 1];
   std::partial_sum(bucket_start.begin(), bucket_start.end(), bucket_start.begin());
-  std::vector<std::int32_t> bucketed(static_cast<std::size_t>(bucket_start.back()));
+  // Each bucket lists its nets with their hashes, so that comparing them reads the bucket alone.
+  std::vector<std::pair<std::uint64_t, std::int32_t>> bucketed(static_cast<std::size_t>(bucket_start.back()));
   {
     std::vector<std::int32_t> cursor(bucket_start.begin(), bucket_start.end() - 1);
     for (std::size_t j = 0; j < nets; ++j)
-      if (distinct[j] > 0) bucketed[static_cast<std::size_t>(cursor[bucket_of(j)]++)] = static_cast<std::int32_t>(j);
+      if (distinct[j] > 0)
+        bucketed[static_cast<std::size_t>(cursor[bucket_of(j)]++)] = {hash[j], static_cast<std::int32_t>(j)};
   }
   const auto same_pins = [&](std::size_t a, std::size_t b) {
-    return hash[a] == hash[b] && distinct[a] == distinct[b] &&
+    return distinct[a] == distinct[b] &&
            std::equal(pins.begin() + offsets[a], pins.begin() + offsets[a] + distinct[a], pins.begin() + offsets[b]);
   };
   tbb::parallel_for(tbb::blocked_range<std::size_t>(0, bucket_start.size() - 1),
@@ -153,11 +155,12 @@ Hypergraph build_hypergraph(std::vector<std::int64_t> vertex_weight, std::span<c
                         const auto first = static_cast<std::size_t>(bucket_start[bucket]);
                         const auto last = static_cast<std::size_t>(bucket_start[bucket + 1]);
                         for (std::size_t a = first; a + 1 < last; ++a) {
-                          const auto kept = static_cast<std::size_t>(bucketed[a]);
-                          if (distinct[kept] == 0) continue;
+                          const auto [kept_hash, kept_net] = bucketed[a];
+                          const auto kept = static_cast<std::size_t>(kept_net);
                           for (std::size_t b = a + 1; b < last; ++b) {
-                            const auto other = static_cast<std::size_t>(bucketed[b]);
-                            if (distinct[other] == 0 || !same_pins(kept, other)) continue;
+                            if (bucketed[b].first != kept_hash) continue;
+                            const auto other = static_cast<std::size_t>(bucketed[b].second);
+                            if (distinct[kept] == 0 || distinct[other] == 0 || !same_pins(kept, other)) continue;
                             merged_weight[kept] += merged_weight[other];
                             distinct[other] = 0;
                           }
@@ -167,6 +170,7 @@ Hypergraph build_hypergraph(std::vector<std::int64_t> vertex_weight, std::span<c
   Hypergraph h;
   h.vertex_weight = std::move(vertex_weight);
   std::vector<std::int32_t> kept;
+  kept.reserve(bucketed.size());
   for (std::size_t j = 0; j < nets; ++j)
     if (distinct[j] > 0) kept.push_back(static_cast<std::int32_t>(j));
   h.net_offsets.assign(kept.size() + 1, 0);
