@@ -145,6 +145,36 @@ TEST(ALattice, FindsTheAdultOptimaOfEveryMetric) {
   EXPECT_NEAR(precision.metrics.precision_loss, 0.6875, 1e-12);
 }
 
+// recoding.md §8, E adult with 8 keys and s = 0.02 (at most 603 records suppressed).
+TEST(ALattice, FindsTheAdultOptimaOfEveryMetricWithTwoPercentSuppression) {
+  const std::optional<AdultKeys> adult = adult_keys(kAdultKeys);
+  if (!adult) GTEST_SKIP() << "../shared/data is absent";
+  LatticeSearchOptions options;
+  options.k = 5;
+  options.suppression_limit = 0.02;
+  const NodeMetrics bottom = evaluate_node(adult->patterns, adult->pointers, std::vector<std::int32_t>(8, 0), options);
+  EXPECT_EQ(bottom.classes, 18109);
+  EXPECT_EQ(bottom.outliers, 21977);
+  const auto search = [&](LossMetric metric) {
+    options.metric = metric;
+    return search_lattice(adult->patterns, adult->pointers, options);
+  };
+  const LatticeSearchResult entropy = search(LossMetric::kEntropy);
+  EXPECT_EQ(entropy.anonymous_nodes, 1639);
+  EXPECT_EQ(entropy.minimal_nodes, 447);
+  EXPECT_EQ(entropy.optimum, (std::vector<std::int32_t>{0, 0, 1, 1, 3, 2, 2, 1}));
+  EXPECT_NEAR(entropy.metrics.entropy, 258520.9089, 1e-4);
+  EXPECT_EQ(entropy.metrics.outliers, 309);
+  const LatticeSearchResult lm = search(LossMetric::kLoss);
+  EXPECT_EQ(lm.optimum, (std::vector<std::int32_t>{0, 3, 0, 1, 2, 1, 1, 2}));
+  EXPECT_NEAR(lm.metrics.loss_mean, 0.3314404, 1e-7);
+  EXPECT_EQ(lm.metrics.outliers, 552);
+  const LatticeSearchResult dm = search(LossMetric::kDiscernibility);
+  EXPECT_EQ(dm.optimum, (std::vector<std::int32_t>{0, 0, 1, 2, 3, 2, 2, 1}));
+  EXPECT_EQ(dm.metrics.discernibility, 7220555.0);
+  EXPECT_EQ(dm.metrics.outliers, 105);
+}
+
 std::optional<AdultKeys> adult_nine_keys() {
   std::vector<std::string> names = kAdultKeys;
   names.push_back("salary-class");
