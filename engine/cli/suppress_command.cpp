@@ -32,6 +32,7 @@ class SuppressCommand final : public Command {
         ->delimiter(',')
         ->allow_extra_args(false)
         ->type_name("VAR=I[,VAR=I...]");
+    add_mode_option(*app, options_.mode);
     add_filters_option(*app, options_.filters);
     add_resume_flag(*app, paths_, options_.output, options_.resume, false);
     return app;

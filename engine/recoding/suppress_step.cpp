@@ -67,6 +67,8 @@ class SuppressStepImpl final : public SuppressStep {
     recoding::LocalSuppressionOptions out;
     out.k = options.k;
     out.alpha = options.alpha;
+    out.search =
+        options.mode == Mode::kCompat ? recoding::CandidateSearch::kRecordScan : recoding::CandidateSearch::kIndexed;
     if (!options.importance.empty()) {
       std::vector<std::int32_t> importance(options.keys.size(), 0);
       for (const auto& entry : options.importance) {

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "engine/run_context.h"
 #include "engine/step.h"
 
 namespace sdc::engine {
@@ -22,6 +23,7 @@ struct SuppressStepOptions {
   std::int64_t k = 2;
   double alpha = 1.0;
   std::vector<std::string> importance;  ///< VAR=I for every key, or empty
+  Mode mode = Mode::kNative;            ///< compat: the reference's scan of every record
   std::string filters = "shuffle,deflate=1";
   bool resume = false;
 };

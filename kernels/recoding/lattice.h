@@ -7,8 +7,8 @@
 // each pattern recoded to the node's levels and grouped again; outliers are the records in classes
 // below k, and the node is anonymous when they are at most the suppression limit.
 // Search: when no record of the data lies below k, the bottom node (no recoding) is the optimum and
-// every node is anonymous: one check. Otherwise nodes top-down by height. A node with a non-anonymous direct generalisation is
-// non-anonymous (monotonicity: generalising merges classes) and is never checked; every other node is
+// every node is anonymous: one check. Otherwise nodes top-down by height. A node with a non-anonymous direct
+// generalisation is non-anonymous (monotonicity: generalising merges classes) and is never checked; every other node is
 // checked, in parallel within a height. So only the anonymous nodes and the border below them are
 // grouped (ARX's Flash checks fewer on deep lattices; the result is the same, by the definition below).
 // Result: the anonymous node of least loss; ties to the smaller height, then the lexicographically

@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <memory>
 #include <numeric>
 #include <optional>
 #include <string>
@@ -154,6 +155,111 @@ class PatternIndex {
   std::uint64_t stamp_ = 0;
 };
 
+/// How a pass finds each listed record's nearest rows: the rows of the working set, in their current
+/// state (one column of codes per key).
+class NearestSearch {
+ public:
+  virtual ~NearestSearch() = default;
+  /// The nearest rows of listed row p, which is in its state before this pass.
+  virtual Nearest nearest(std::size_t p) = 0;
+  /// Listed row p, whose tuple is `tuple`, loses the value of key `key` (before the columns change).
+  virtual void suppress(std::size_t p, std::span<const std::int32_t> tuple, std::size_t key) = 0;
+};
+
+/// The reference's search: p against every row of the working set.
+class RecordScan final : public NearestSearch {
+ public:
+  explicit RecordScan(const std::vector<std::vector<std::int32_t>>& columns)
+      : columns_(columns), distance_(columns.front().size()), differing_(columns.front().size()) {}
+
+  Nearest nearest(std::size_t p) override {
+    std::fill(distance_.begin(), distance_.end(), 0);
+    std::fill(differing_.begin(), differing_.end(), 0);
+    for (std::size_t j = 0; j < columns_.size(); ++j) {
+      const std::int32_t own = columns_[j][p];
+      if (own < 0) continue;
+      const std::vector<std::int32_t>& column = columns_[j];
+      for (std::size_t i = 0; i < column.size(); ++i)
+        if (column[i] >= 0 && column[i] != own) {
+          ++distance_[i];
+          differing_[i] |= std::uint64_t{1} << j;
+        }
+    }
+    Nearest best;
+    for (std::size_t i = 0; i < distance_.size(); ++i)
+      if (distance_[i] > 0) best = merge(best, {distance_[i], differing_[i]});
+    return best;
+  }
+  void suppress(std::size_t, std::span<const std::int32_t>, std::size_t) override {}
+
+ private:
+  const std::vector<std::vector<std::int32_t>>& columns_;
+  std::vector<std::int32_t> distance_;
+  std::vector<std::uint64_t> differing_;
+};
+
+/// The native search (recoding.md §4, "Native, same result"). Phase A, when the pass starts: each
+/// distinct listed tuple against the rows not listed, which the pass never changes, in parallel (a
+/// listed row keeps its tuple until its own turn). Phase B, at each turn: the listed rows in their
+/// current state, within the distance phase A found.
+class IndexedSearch final : public NearestSearch {
+ public:
+  IndexedSearch(const std::vector<std::vector<std::int32_t>>& columns, std::span<const std::int32_t> level_counts,
+                std::span<const std::size_t> listed, std::span<const std::uint8_t> is_listed)
+      : m_(columns.size()), tuple_of_listed_(is_listed.size(), 0), current_(level_counts) {
+    PatternIndex unlisted(level_counts);
+    std::vector<std::int32_t> listed_tuples;  // each distinct listed tuple once
+    absl::flat_hash_map<std::string, std::size_t> listed_index;
+    std::string key(m_ * sizeof(std::int32_t), '\0');
+    std::vector<std::int32_t> tuple(m_);
+    for (std::size_t i = 0; i < is_listed.size(); ++i) {
+      for (std::size_t j = 0; j < m_; ++j) tuple[j] = columns[j][i];
+      if (is_listed[i] == 0) {
+        unlisted.add(tuple);
+        continue;
+      }
+      std::memcpy(key.data(), tuple.data(), key.size());
+      const auto [it, added] = listed_index.try_emplace(key, listed_index.size());
+      if (added) listed_tuples.insert(listed_tuples.end(), tuple.begin(), tuple.end());
+      tuple_of_listed_[i] = it->second;
+    }
+    // Each thread searches a copy of the index (the search marks the tuples it visits).
+    fixed_part_.resize(listed_index.size());
+    tbb::enumerable_thread_specific<PatternIndex> searchers(unlisted);
+    tbb::parallel_for(tbb::blocked_range<std::size_t>(0, fixed_part_.size()), [&](const auto& range) {
+      PatternIndex& searcher = searchers.local();
+      for (std::size_t t = range.begin(); t != range.end(); ++t)
+        fixed_part_[t] = searcher.nearest(std::span<const std::int32_t>(listed_tuples).subspan(t * m_, m_));
+    });
+    for (const std::size_t p : listed) {
+      for (std::size_t j = 0; j < m_; ++j) tuple[j] = columns[j][p];
+      current_.add(tuple);
+    }
+    columns_ = &columns;
+  }
+
+  Nearest nearest(std::size_t p) override {
+    std::vector<std::int32_t> tuple(m_);
+    for (std::size_t j = 0; j < m_; ++j) tuple[j] = (*columns_)[j][p];
+    const Nearest& fixed = fixed_part_[tuple_of_listed_[p]];
+    return merge(fixed, fixed.distance > 0 ? current_.nearest_within(tuple, fixed.distance) : current_.nearest(tuple));
+  }
+
+  void suppress(std::size_t, std::span<const std::int32_t> tuple, std::size_t key) override {
+    current_.remove(tuple);
+    std::vector<std::int32_t> after(tuple.begin(), tuple.end());
+    after[key] = -1;
+    current_.add(after);
+  }
+
+ private:
+  std::size_t m_;
+  const std::vector<std::vector<std::int32_t>>* columns_ = nullptr;
+  std::vector<std::size_t> tuple_of_listed_;
+  std::vector<Nearest> fixed_part_;
+  PatternIndex current_;
+};
+
 }  // namespace
 
 void check_local_suppression_options(std::size_t key_count, const LocalSuppressionOptions& options) {
@@ -232,45 +338,14 @@ LocalSuppressionResult suppress_to_k_anonymity(std::span<const std::span<std::in
     std::stable_sort(listed.begin(), listed.end(), [&](std::size_t a, std::size_t b) { return f[a] < f[b]; });
     ++result.passes;
 
-    // Phase A: the rows not listed, which this pass never changes, against each listed row's tuple
-    // (unchanged until its own turn), in parallel.
-    PatternIndex unlisted(level_counts);
-    std::vector<std::int32_t> listed_tuples;  // each distinct listed tuple once
-    absl::flat_hash_map<std::string, std::size_t> listed_index;
-    std::string tuple_key(m * sizeof(std::int32_t), '\0');
-    std::vector<std::size_t> tuple_of_listed(y, 0);
+    std::unique_ptr<NearestSearch> search;
+    if (options.search == CandidateSearch::kIndexed)
+      search = std::make_unique<IndexedSearch>(columns, level_counts, listed, is_listed);
+    else
+      search = std::make_unique<RecordScan>(columns);
     std::vector<std::int32_t> tuple(m);
-    for (std::size_t i = 0; i < y; ++i) {
-      for (std::size_t j = 0; j < m; ++j) tuple[j] = columns[j][i];
-      if (is_listed[i] == 0) {
-        unlisted.add(tuple);
-        continue;
-      }
-      std::memcpy(tuple_key.data(), tuple.data(), tuple_key.size());
-      const auto [it, added] = listed_index.try_emplace(tuple_key, listed_index.size());
-      if (added) listed_tuples.insert(listed_tuples.end(), tuple.begin(), tuple.end());
-      tuple_of_listed[i] = it->second;
-    }
-    // Each thread searches a copy of the index (the search marks the tuples it visits).
-    std::vector<Nearest> fixed_part(listed_index.size());
-    tbb::enumerable_thread_specific<PatternIndex> searchers(unlisted);
-    tbb::parallel_for(tbb::blocked_range<std::size_t>(0, fixed_part.size()), [&](const auto& range) {
-      PatternIndex& searcher = searchers.local();
-      for (std::size_t t = range.begin(); t != range.end(); ++t)
-        fixed_part[t] = searcher.nearest(std::span<const std::int32_t>(listed_tuples).subspan(t * m, m));
-    });
-
-    // Phase B: the listed rows in their current state, in list order.
-    PatternIndex current(level_counts);
     for (const std::size_t p : listed) {
-      for (std::size_t j = 0; j < m; ++j) tuple[j] = columns[j][p];
-      current.add(tuple);
-    }
-    for (const std::size_t p : listed) {
-      for (std::size_t j = 0; j < m; ++j) tuple[j] = columns[j][p];
-      const Nearest& fixed = fixed_part[tuple_of_listed[p]];
-      const Nearest nearest =
-          merge(fixed, fixed.distance > 0 ? current.nearest_within(tuple, fixed.distance) : current.nearest(tuple));
+      const Nearest nearest = search->nearest(p);
       std::optional<std::size_t> chosen;
       for (const std::size_t j : suppression_order)
         if ((nearest.differing >> j & 1U) != 0) {
@@ -296,10 +371,9 @@ LocalSuppressionResult suppress_to_k_anonymity(std::span<const std::span<std::in
           break;
         }
       }
-      current.remove(tuple);
+      for (std::size_t j = 0; j < m; ++j) tuple[j] = columns[j][p];
+      search->suppress(p, tuple, *chosen);
       columns[*chosen][p] = -1;
-      tuple[*chosen] = -1;
-      current.add(tuple);
       ++result.suppressed[*chosen];
       touched[p] = 1;
     }

@@ -12,8 +12,9 @@
 // 5. passes repeat until no record has f < k.
 //
 // Shape: a function of one block of records that holds every record of the data (or of a stratum).
-// The candidate search is the native one of recoding.md §4 ("Native, same result"), which gives the
-// reference's choice: the nearest rows of a listed record are found among distinct key tuples, not
+// The candidate search is the reference's scan of every record (CandidateSearch::kRecordScan,
+// O(passes × |P| × |Y| × m)) or, by default, the native one of recoding.md §4 ("Native, same result"),
+// which gives the reference's choice: the nearest rows of a listed record are found among distinct key tuples, not
 // records; phase A compares the listed records' tuples with the tuples of the rows not listed (which
 // the pass never changes) in parallel, phase B with the listed rows in their current state, in list
 // order. O(passes × (|T_P| × |T_Y| + |P| × |T_P|) × m): T_P the distinct tuples listed, T_Y those not
@@ -30,8 +31,15 @@ namespace sdc::recoding {
 /// Keys beyond this are refused (the differing keys of a candidate are one 64-bit mask).
 inline constexpr std::size_t kMaxSuppressionKeys = 64;
 
+/// How a pass finds the nearest records of a listed one; both give the reference's result.
+enum class CandidateSearch : std::uint8_t {
+  kIndexed,     ///< native: distinct tuples indexed by value, phases A and B (recoding.md §4)
+  kRecordScan,  ///< compat: every record of the working set, as the reference scans them
+};
+
 struct LocalSuppressionOptions {
   std::int64_t k = 2;
+  CandidateSearch search = CandidateSearch::kIndexed;
   double alpha = 1.0;  ///< weight of a wildcard match in f (risk.md §1)
   /// Per key, 1 (kept longest) .. m; ties allowed. Empty: ranked by level counts.
   std::vector<std::int32_t> importance;

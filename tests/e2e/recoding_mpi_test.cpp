@@ -18,8 +18,8 @@ void write_hierarchies(const TempDir& dir) {
   std::filesystem::create_directories(dir / "hierarchies");
   std::string age = "level_0,level_1,level_2,level_3\n";
   for (int value = 0; value <= 100; ++value)
-    age += std::to_string(value) + "," + std::to_string(value / 5 * 5) + "+," + std::to_string(value / 20 * 20) +
-           "+,*\n";
+    age +=
+        std::to_string(value) + "," + std::to_string(value / 5 * 5) + "+," + std::to_string(value / 20 * 20) + "+,*\n";
   write_text(dir / "hierarchies" / "census_age.csv", age);
   write_text(dir / "hierarchies" / "census_sex.csv", "level_0,level_1\nmale,*\nfemale,*\n");
   write_text(dir / "hierarchies" / "census_marstat.csv",
