@@ -6,6 +6,7 @@
 #include <set>
 
 #include "engine/checkpoint.h"
+#include "kernels/core/error.h"
 
 namespace sdc::engine {
 
@@ -118,6 +119,20 @@ std::vector<std::string> repeated_list_items(const CLI::App& app) {
     problems.insert(problems.end(), more.begin(), more.end());
   }
   return problems;
+}
+
+std::pair<std::string, std::string> split_variable_entry(const std::string& flag, const std::string& entry,
+                                                         const std::string& form) {
+  const auto equals = entry.find('=');
+  if (equals == std::string::npos || equals == 0 || equals + 1 == entry.size())
+    throw UsageError(flag + ": expected " + form + ", got '" + entry + "'");
+  return {entry.substr(0, equals), entry.substr(equals + 1)};
+}
+
+std::vector<std::string> entry_variables(const std::vector<std::string>& entries) {
+  std::vector<std::string> variables;
+  for (const auto& entry : entries) variables.push_back(entry.substr(0, entry.find('=')));
+  return variables;
 }
 
 CLI::Validator whole_number_in(std::int64_t minimum, std::int64_t maximum) {

@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "engine/path_flags.h"
@@ -50,6 +51,14 @@ bool is_repeatable_list_option(const CLI::Option& option);
 /// The items of a flag's value separated by `separator`, each trimmed of blanks; a trailing separator
 /// gives a last, empty item (so that "a," is seen as naming an empty variable); "" gives none.
 std::vector<std::string> split_list(const std::string& text, char separator);
+
+/// The two sides of a `VAR=VALUE` entry of `flag`. UsageError "<flag>: expected <form>, got '<entry>'"
+/// when either side is empty or there is no '='.
+std::pair<std::string, std::string> split_variable_entry(const std::string& flag, const std::string& entry,
+                                                         const std::string& form);
+
+/// The variables of `VAR=VALUE` entries, in order (an entry without '=' is taken whole).
+std::vector<std::string> entry_variables(const std::vector<std::string>& entries);
 
 /// The items joined by `separator`: "a,b" from {"a", "b"} and ",".
 std::string join_list(const std::vector<std::string>& items, const char* separator);

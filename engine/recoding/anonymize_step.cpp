@@ -69,9 +69,7 @@ class AnonymizeStepImpl final : public AnonymizeStep {
     io::Hdf5WriteOptions write_options = data_output_options(context, options.filters);
 
     nlohmann::json parameters = this->parameters();
-    nlohmann::json digests = nlohmann::json::object();
-    for (const auto& [variable, hierarchy] : hierarchies) digests[variable] = hierarchy_digest(hierarchy);
-    parameters["hierarchy-digests"] = std::move(digests);
+    parameters["hierarchy-digests"] = hierarchy_digests(hierarchies);
     StepFrame frame(context, "anonymize", std::move(parameters), comm.is_coordinator());
     auto& [report, step, timer, clock] = frame;
     OpenedTable opened = open_table_step(comm, context, options.input, std::nullopt,

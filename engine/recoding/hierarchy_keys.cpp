@@ -6,6 +6,7 @@
 
 #include "distributed/collective_error.h"
 #include "distributed/compose/recoding.h"
+#include "engine/flags.h"
 #include "io/hierarchy_file.h"
 #include "io/sha256.h"
 #include "kernels/core/error.h"
@@ -33,30 +34,27 @@ std::optional<std::filesystem::path> file_in_directory(const std::filesystem::pa
   return found;
 }
 
+}  // namespace
+
 std::string shortest_decimal(double value) {
   char text[32];
   const auto [end, error] = std::to_chars(text, text + sizeof(text), value);
   return error == std::errc() ? std::string(text, end) : std::string();
 }
 
-}  // namespace
-
 std::map<std::string, std::filesystem::path> hierarchy_files(const std::vector<std::string>& variables,
                                                              const std::optional<std::filesystem::path>& directory,
                                                              const std::vector<std::string>& entries) {
   std::map<std::string, std::filesystem::path> files;
   for (const std::string& entry : entries) {
-    const auto equals = entry.find('=');
-    if (equals == std::string::npos || equals == 0 || equals + 1 == entry.size())
-      throw UsageError("--hierarchy: expected VAR=FILE, got '" + entry + "'");
-    const std::string variable = entry.substr(0, equals);
+    const auto [variable, file] = split_variable_entry("--hierarchy", entry, "VAR=FILE");
     if (std::find(variables.begin(), variables.end(), variable) == variables.end())
       throw UsageError("--hierarchy: variable '" + variable + "' is not one of the variables recoded (" + [&] {
         std::string list;
         for (const auto& name : variables) list += (list.empty() ? "" : ",") + name;
         return list;
       }() + ")");
-    if (!files.emplace(variable, entry.substr(equals + 1)).second)
+    if (!files.emplace(variable, file).second)
       throw UsageError("--hierarchy: variable '" + variable + "' is given twice");
   }
   for (const std::string& variable : variables) {
@@ -133,14 +131,7 @@ std::vector<std::int32_t> leaves_of(const distributed::Communicator& comm, const
 
 void recode_to_level(Column& column, std::span<const std::int32_t> leaves,
                      const recoding::GeneralizationHierarchy& hierarchy, std::int32_t level) {
-  // The ancestor at `level` of every leaf, by walking the parents up from level 0.
-  const auto leaf_labels = hierarchy.labels(0);
-  std::vector<std::int32_t> ancestor(leaf_labels.size());
-  for (std::size_t leaf = 0; leaf < ancestor.size(); ++leaf) ancestor[leaf] = static_cast<std::int32_t>(leaf);
-  for (std::int32_t l = 0; l < level; ++l) {
-    const auto parents = hierarchy.parents(l);
-    for (auto& value : ancestor) value = parents[static_cast<std::size_t>(value)];
-  }
+  const std::vector<std::int32_t> ancestor = hierarchy.recoding(hierarchy.labels(0), column.name(), level);
   std::vector<std::int32_t> codes(leaves.size(), kMissingCode);
   for (std::size_t r = 0; r < leaves.size(); ++r)
     if (leaves[r] >= 0) codes[r] = ancestor[static_cast<std::size_t>(leaves[r])];
@@ -157,18 +148,20 @@ void recode_to_level(Column& column, std::span<const std::int32_t> leaves,
   column = Column::categorical(std::move(info), std::move(codes));
 }
 
-std::string hierarchy_digest(const recoding::GeneralizationHierarchy& hierarchy) {
-  std::string text;
-  for (std::int32_t level = 0; level <= hierarchy.height(); ++level) {
-    for (const std::string& label : hierarchy.labels(level)) {
-      text += std::to_string(label.size()) + ":" + label;
+nlohmann::json hierarchy_digests(const std::map<std::string, recoding::GeneralizationHierarchy>& hierarchies) {
+  nlohmann::json digests = nlohmann::json::object();
+  for (const auto& [variable, hierarchy] : hierarchies) {
+    std::string text;
+    for (std::int32_t level = 0; level <= hierarchy.height(); ++level) {
+      for (const std::string& label : hierarchy.labels(level)) text += std::to_string(label.size()) + ":" + label;
+      text += "|";
+      if (level < hierarchy.height())
+        for (const std::int32_t parent : hierarchy.parents(level)) text += std::to_string(parent) + ",";
+      text += "\n";
     }
-    text += "|";
-    if (level < hierarchy.height())
-      for (const std::int32_t parent : hierarchy.parents(level)) text += std::to_string(parent) + ",";
-    text += "\n";
+    digests[variable] = io::sha256_hex(text);
   }
-  return io::sha256_hex(text);
+  return digests;
 }
 
 std::map<std::string, recoding::GeneralizationHierarchy> load_hierarchies(

@@ -3,6 +3,8 @@
 // records' values to the hierarchy's leaves, and replacing a variable by its recoding to one level
 // with the labels and the level in its metadata.
 
+#include <nlohmann/json.hpp>
+
 #include <filesystem>
 #include <map>
 #include <optional>
@@ -45,9 +47,12 @@ std::vector<std::int32_t> leaves_of(const distributed::Communicator& comm, const
 void recode_to_level(Column& column, std::span<const std::int32_t> leaves,
                      const recoding::GeneralizationHierarchy& hierarchy, std::int32_t level);
 
-/// A digest of the hierarchy's content (its values at every level, row by row), for a step's
-/// fingerprint: --resume reruns a step whose hierarchy file changed.
-std::string hierarchy_digest(const recoding::GeneralizationHierarchy& hierarchy);
+/// Per variable, a digest of its hierarchy's content (its values at every level, row by row), for a
+/// step's parameters: --resume reruns a step whose hierarchy file changed.
+nlohmann::json hierarchy_digests(const std::map<std::string, recoding::GeneralizationHierarchy>& hierarchies);
+
+/// `value` in the shortest decimal that reads back as it (17 for 17.0, 0.1 for 0.1).
+std::string shortest_decimal(double value);
 
 /// Collective. Every rank loads the hierarchy files (InvalidInput or IoError naming the file, the same
 /// on every rank).

@@ -32,14 +32,6 @@ namespace {
 /// Interval counts beyond any labelling a person reads.
 constexpr std::int64_t kMaxIntervals = 100'000;
 
-std::pair<std::string, std::string> split_entry(const std::string& flag, const std::string& entry,
-                                                const std::string& form) {
-  const auto equals = entry.find('=');
-  if (equals == std::string::npos || equals == 0 || equals + 1 == entry.size())
-    throw UsageError(flag + ": expected " + form + ", got '" + entry + "'");
-  return {entry.substr(0, equals), entry.substr(equals + 1)};
-}
-
 double parse_number(const std::string& flag, const std::string& text, const std::string& entry) {
   double value = 0.0;
   const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
@@ -103,9 +95,7 @@ class RecodeStepImpl final : public RecodeStep {
     io::Hdf5WriteOptions write_options = data_output_options(context, options.filters);
 
     nlohmann::json parameters = this->parameters();
-    nlohmann::json digests = nlohmann::json::object();
-    for (const auto& [variable, hierarchy] : hierarchies) digests[variable] = hierarchy_digest(hierarchy);
-    parameters["hierarchy-digests"] = std::move(digests);
+    parameters["hierarchy-digests"] = hierarchy_digests(hierarchies);
     StepFrame frame(context, "recode", std::move(parameters), comm.is_coordinator());
     auto& [report, step, timer, clock] = frame;
     OpenedTable opened = open_table_step(comm, context, options.input, std::nullopt,
@@ -223,13 +213,13 @@ class RecodeStepImpl final : public RecodeStep {
     RecodePlan plan;
     std::set<std::string> recoded;
     for (const auto& entry : options.levels) {
-      const auto [variable, level] = split_entry("--levels", entry, "VAR=LEVEL");
+      const auto [variable, level] = split_variable_entry("--levels", entry, "VAR=LEVEL");
       if (!recoded.insert(variable).second) throw UsageError("--levels: variable '" + variable + "' is given twice");
       plan.levels.emplace_back(variable,
                                static_cast<std::int32_t>(parse_whole("--levels", level, entry, 0, 1'000'000)));
     }
     for (const auto& entry : options.intervals) {
-      const auto [variable, spec] = split_entry("--intervals", entry, "VAR=SPEC");
+      const auto [variable, spec] = split_variable_entry("--intervals", entry, "VAR=SPEC");
       if (!recoded.insert(variable).second)
         throw UsageError("--intervals: variable '" + variable + "' is recoded twice (by --levels or --intervals)");
       plan.intervals.push_back(parse_interval(variable, spec, entry));
@@ -239,7 +229,7 @@ class RecodeStepImpl final : public RecodeStep {
           std::tuple{"--bottom-code", recoding::TailSide::kBottom, &options.bottom_code}}) {
       std::set<std::string> seen;
       for (const auto& entry : *entries) {
-        const auto [variable, rule] = split_entry(flag, entry, "VAR=THRESHOLD:REPLACEMENT");
+        const auto [variable, rule] = split_variable_entry(flag, entry, "VAR=THRESHOLD:REPLACEMENT");
         if (!seen.insert(variable).second)
           throw UsageError(std::string(flag) + ": variable '" + variable + "' is given twice");
         const auto colon = rule.find(':');
@@ -325,7 +315,7 @@ class RecodeStepImpl final : public RecodeStep {
     VariableInfo info = column.info();
     const auto existing = std::find(of_code.begin(), of_code.end(), tail.replacement);
     const auto replacement_code = static_cast<std::int32_t>(existing - of_code.begin());
-    if (existing == of_code.end()) info.levels.push_back(format_number(tail.replacement));
+    if (existing == of_code.end()) info.levels.push_back(shortest_decimal(tail.replacement));
     const auto beyond = [&](double value) {
       return tail.side == recoding::TailSide::kTop ? value > tail.threshold : value < tail.threshold;
     };
@@ -337,16 +327,10 @@ class RecodeStepImpl final : public RecodeStep {
         ++replaced;
       }
     info.recoding = (info.recoding.empty() ? "" : info.recoding + "; ") + flag.substr(2) +
-                    (tail.side == recoding::TailSide::kTop ? " above " : " below ") + format_number(tail.threshold) +
-                    " to " + format_number(tail.replacement);
+                    (tail.side == recoding::TailSide::kTop ? " above " : " below ") + shortest_decimal(tail.threshold) +
+                    " to " + shortest_decimal(tail.replacement);
     column = Column::categorical(std::move(info), std::move(codes));
     return replaced;
-  }
-
-  static std::string format_number(double value) {
-    char text[32];
-    const auto [end, error] = std::to_chars(text, text + sizeof(text), value);
-    return error == std::errc() ? std::string(text, end) : std::to_string(value);
   }
 
   static recoding::IntervalBreaks derive_breaks(const distributed::Communicator& comm, const IntervalPlan& plan,
@@ -379,12 +363,6 @@ class RecodeStepImpl final : public RecodeStep {
 };
 
 }  // namespace
-
-std::vector<std::string> entry_variables(const std::vector<std::string>& entries) {
-  std::vector<std::string> variables;
-  for (const auto& entry : entries) variables.push_back(entry.substr(0, entry.find('=')));
-  return variables;
-}
 
 std::unique_ptr<RecodeStep> make_recode_step() { return std::make_unique<RecodeStepImpl>(); }
 

@@ -35,7 +35,4 @@ class RecodeStep : public Step {
 
 std::unique_ptr<RecodeStep> make_recode_step();
 
-/// The variables of `entries` (VAR=... items), in order, for path declarations and checks.
-std::vector<std::string> entry_variables(const std::vector<std::string>& entries);
-
 }  // namespace sdc::engine

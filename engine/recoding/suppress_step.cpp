@@ -10,6 +10,7 @@
 #include <set>
 
 #include "engine/checkpoint.h"
+#include "engine/flags.h"
 #include "engine/recoding/key_suppression.h"
 #include "engine/report/run_report.h"
 #include "engine/report/small_counts.h"
@@ -72,12 +73,10 @@ class SuppressStepImpl final : public SuppressStep {
     if (!options.importance.empty()) {
       std::vector<std::int32_t> importance(options.keys.size(), 0);
       for (const auto& entry : options.importance) {
-        const auto equals = entry.find('=');
-        const std::string variable = entry.substr(0, equals);
+        const auto [variable, text] = split_variable_entry("--importance", entry, "VAR=I with VAR one of --keys");
         const auto key = std::find(options.keys.begin(), options.keys.end(), variable);
-        if (equals == std::string::npos || key == options.keys.end())
+        if (key == options.keys.end())
           throw UsageError("--importance: expected VAR=I with VAR one of --keys, got '" + entry + "'");
-        const std::string text = entry.substr(equals + 1);
         std::int32_t value = 0;
         const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
         if (error != std::errc() || end != text.data() + text.size() || value < 1 ||

@@ -236,20 +236,21 @@ class IndexedSearch final : public NearestSearch {
       current_.add(tuple);
     }
     columns_ = &columns;
+    tuple_.resize(m_);
   }
 
   Nearest nearest(std::size_t p) override {
-    std::vector<std::int32_t> tuple(m_);
-    for (std::size_t j = 0; j < m_; ++j) tuple[j] = (*columns_)[j][p];
+    for (std::size_t j = 0; j < m_; ++j) tuple_[j] = (*columns_)[j][p];
     const Nearest& fixed = fixed_part_[tuple_of_listed_[p]];
-    return merge(fixed, fixed.distance > 0 ? current_.nearest_within(tuple, fixed.distance) : current_.nearest(tuple));
+    return merge(fixed,
+                 fixed.distance > 0 ? current_.nearest_within(tuple_, fixed.distance) : current_.nearest(tuple_));
   }
 
   void suppress(std::size_t, std::span<const std::int32_t> tuple, std::size_t key) override {
     current_.remove(tuple);
-    std::vector<std::int32_t> after(tuple.begin(), tuple.end());
-    after[key] = -1;
-    current_.add(after);
+    tuple_.assign(tuple.begin(), tuple.end());
+    tuple_[key] = -1;
+    current_.add(tuple_);
   }
 
  private:
@@ -258,6 +259,7 @@ class IndexedSearch final : public NearestSearch {
   std::vector<std::size_t> tuple_of_listed_;
   std::vector<Nearest> fixed_part_;
   PatternIndex current_;
+  std::vector<std::int32_t> tuple_;  // a turn's scratch
 };
 
 }  // namespace
