@@ -7,6 +7,8 @@
 #include <unistd.h>
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
+#include <array>
 #include <bit>
 #include <chrono>
 #include <cmath>
@@ -14,6 +16,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <limits>
+#include <random>
 #include <string>
 #include <thread>
 #include <type_traits>
@@ -794,6 +797,87 @@ TEST(ChunkCodec, ShuffleGroupsBytesOfEqualSignificanceAndUnshuffleUndoesIt) {
   EXPECT_EQ(std::to_integer<int>(shuffled[11]), 0x0c);
   unshuffle_bytes(shuffled, 4, back);
   EXPECT_EQ(std::memcmp(back.data(), values.data(), 12), 0);
+}
+
+// The shuffle's definition as a byte loop, independent of the codec's vector and scalar paths.
+std::vector<std::byte> reference_shuffle(const std::vector<std::byte>& in, std::size_t element_size) {
+  std::vector<std::byte> out = in;  // bytes past the last whole element stay where they are
+  const std::size_t n = in.size() / element_size;
+  for (std::size_t i = 0; i < n; ++i)
+    for (std::size_t j = 0; j < element_size; ++j) out[j * n + i] = in[i * element_size + j];
+  return out;
+}
+
+std::vector<std::byte> reference_unshuffle(const std::vector<std::byte>& in, std::size_t element_size) {
+  std::vector<std::byte> out = in;
+  const std::size_t n = in.size() / element_size;
+  for (std::size_t i = 0; i < n; ++i)
+    for (std::size_t j = 0; j < element_size; ++j) out[i * element_size + j] = in[j * n + i];
+  return out;
+}
+
+std::vector<std::byte> random_bytes(std::size_t size, std::uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::vector<std::byte> bytes(size);
+  for (auto& byte : bytes) byte = static_cast<std::byte>(rng() & 0xffU);
+  return bytes;
+}
+
+/// The offset of the first byte that differs, or the size when none does: a failure names one byte
+/// instead of printing a megabyte.
+std::size_t first_difference(const std::vector<std::byte>& got, const std::vector<std::byte>& want) {
+  if (got.size() != want.size()) return std::min(got.size(), want.size());
+  return static_cast<std::size_t>(std::mismatch(got.begin(), got.end(), want.begin()).first - got.begin());
+}
+
+// Lengths below, at and just past one vector block of 16 elements, a ragged length and a full chunk,
+// each with no, one and element_size - 1 trailing bytes.
+struct ShuffleCase {
+  std::size_t element_size;
+  std::size_t elements;
+  std::size_t trailing_bytes;
+};
+
+std::vector<ShuffleCase> shuffle_cases() {
+  constexpr std::array<std::size_t, 2> kElementSizes{4, 8};
+  constexpr std::array<std::size_t, 8> kElementCounts{0, 1, 15, 16, 17, 31, 1000, 131072};
+  std::vector<ShuffleCase> cases;
+  for (const std::size_t element_size : kElementSizes)
+    for (const std::size_t elements : kElementCounts)
+      for (const std::size_t trailing_bytes : {std::size_t{0}, std::size_t{1}, element_size - 1})
+        cases.push_back({element_size, elements, trailing_bytes});
+  return cases;
+}
+
+TEST(ChunkCodec, ShuffleAndUnshuffleMatchTheByteLoopForEveryLength) {
+  std::uint32_t seed = 1;
+  for (const ShuffleCase& c : shuffle_cases()) {
+    SCOPED_TRACE(::testing::Message() << "element_size " << c.element_size << ", " << c.elements << " elements, "
+                                      << c.trailing_bytes << " trailing bytes");
+    const auto in = random_bytes(c.elements * c.element_size + c.trailing_bytes, seed++);
+    std::vector<std::byte> out(in.size(), std::byte{0xee});
+    shuffle_bytes(in, c.element_size, out);
+    EXPECT_EQ(first_difference(out, reference_shuffle(in, c.element_size)), in.size()) << "shuffle_bytes";
+    std::fill(out.begin(), out.end(), std::byte{0xee});
+    unshuffle_bytes(in, c.element_size, out);
+    EXPECT_EQ(first_difference(out, reference_unshuffle(in, c.element_size)), in.size()) << "unshuffle_bytes";
+  }
+}
+
+TEST(ChunkCodec, UnshuffleRestoresWhatShuffleMoved) {
+  std::uint32_t seed = 1000;
+  for (const ShuffleCase& c : shuffle_cases()) {
+    SCOPED_TRACE(::testing::Message() << "element_size " << c.element_size << ", " << c.elements << " elements, "
+                                      << c.trailing_bytes << " trailing bytes");
+    const auto in = random_bytes(c.elements * c.element_size + c.trailing_bytes, seed++);
+    std::vector<std::byte> shuffled(in.size()), back(in.size());
+    shuffle_bytes(in, c.element_size, shuffled);
+    unshuffle_bytes(shuffled, c.element_size, back);
+    EXPECT_EQ(first_difference(back, in), in.size()) << "unshuffle_bytes(shuffle_bytes(x))";
+    unshuffle_bytes(in, c.element_size, shuffled);
+    shuffle_bytes(shuffled, c.element_size, back);
+    EXPECT_EQ(first_difference(back, in), in.size()) << "shuffle_bytes(unshuffle_bytes(x))";
+  }
 }
 
 TEST(ChunkCodec, RoundTripsPadsEdgeChunksAndRejectsDamagedStreams) {
