@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "io/atomic_output.h"
+#include "io/hdf5_table.h"
 #include "io/path_safety.h"
 
 namespace sdc::engine {
@@ -25,6 +26,7 @@ struct GlobalOptions {
   std::string permissions = "0600";
   bool progress = false;
   std::int64_t report_min_count = 3;
+  std::string derived_filters = "shuffle";
 };
 
 /// What a running step knows about its invocation.
@@ -37,6 +39,9 @@ struct RunContext {
   /// --report-min-count: reports show a positive count of the original data below this as "< N",
   /// and print no label carried by fewer records (engine/report/small_counts.h).
   std::int64_t report_min_count = 3;
+  /// --derived-filters: the HDF5 filters of the columns a step computes and appends to its output
+  /// (io::Hdf5WriteOptions::derived).
+  io::Hdf5Filters derived_filters{true, 0};
   /// The files the run reads and writes (set before it runs): a masked output's provenance names
   /// them by their base names only.
   std::vector<io::PathUse> paths;

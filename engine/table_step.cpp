@@ -15,6 +15,7 @@ io::Hdf5WriteOptions data_output_options(const RunContext& context, const std::o
   io::Hdf5WriteOptions options;
   if (filters) options.filters = io::parse_filters(*filters);
   options.permissions = context.permissions;
+  options.derived_filters = context.derived_filters;
   return options;
 }
 
@@ -127,6 +128,10 @@ void write_table_step_output(const distributed::Communicator& comm, const std::f
   }
   for (Column& column : added) out.add_column(std::move(column));
   write_options.unchanged = io::UnchangedVariables{input, opened.part.summary.stamp, std::move(carried)};
+  // Continuous columns only: flags and codes compress fast and well, fk and risks neither.
+  for (const Column& column : out.columns())
+    if (named(added_names, column.name()) && column.type() == VariableType::kContinuous)
+      write_options.derived.push_back(column.name());
   write_partitioned(comm, std::move(out), output, write_options);
 }
 

@@ -76,7 +76,16 @@ struct Hdf5WriteOptions {
   Provenance provenance;
   FilePermissions permissions;
   std::optional<UnchangedVariables> unchanged;
+  /// Variables stored with `derived_filters` instead of `filters`: the continuous columns a step
+  /// computes and appends (fk, risks), which it can make again from its input. Deflate spends most of a write
+  /// on such columns, whose low bytes are nearly random; shuffle alone stores them at memory speed, at
+  /// a cost in file size (docs/format.md, "Filters").
+  std::vector<std::string> derived;
+  Hdf5Filters derived_filters{true, 0};
 };
+
+/// The filters `options` gives variable `name`: derived_filters for a derived variable, else filters.
+const Hdf5Filters& filters_for(const Hdf5WriteOptions& options, std::string_view name);
 
 /// Writes `table` to `output` atomically (temporary name, renamed when complete). Compression runs
 /// on all threads of the current TBB arena. Throws UsageError for options out of range, InvalidInput

@@ -213,6 +213,10 @@ std::int64_t effective_chunk_rows(const Hdf5WriteOptions& options, std::int64_t 
 
 bool filtered(const Hdf5Filters& filters) { return filters.shuffle || filters.deflate_level > 0; }
 
+ChunkFormat chunk_format(const Column& column, std::size_t chunk_bytes, const Hdf5Filters& filters) {
+  return {element_size(column.type()), chunk_bytes, filters.shuffle, filters.deflate_level};
+}
+
 /// Creates and fills sdc-engine table files. Every HDF5 failure becomes an IoError naming `target`.
 class TableWriter {
  public:
@@ -345,6 +349,7 @@ class TableWriter {
   }
 
   hdf5::Dataset create_dataset(hid_t group, const VariableInfo& info, std::int64_t row_count) const {
+    const Hdf5Filters& filters = filters_for(options_, info.name);
     const auto rows = static_cast<hsize_t>(row_count);
     const auto chunk = static_cast<hsize_t>(effective_chunk_rows(options_, row_count));
     // An empty dataset cannot have a fixed extent smaller than its chunk; let it be extendible.
@@ -353,9 +358,8 @@ class TableWriter {
     hdf5::PropertyList create(H5Pcreate(H5P_DATASET_CREATE));
     hdf5::PropertyList access(H5Pcreate(H5P_DATASET_ACCESS));
     if (!space.valid() || !create.valid() || !access.valid() || H5Pset_obj_track_times(create.get(), false) < 0 ||
-        H5Pset_chunk(create.get(), 1, &chunk) < 0 || (options_.filters.shuffle && H5Pset_shuffle(create.get()) < 0) ||
-        (options_.filters.deflate_level > 0 &&
-         H5Pset_deflate(create.get(), static_cast<unsigned>(options_.filters.deflate_level)) < 0) ||
+        H5Pset_chunk(create.get(), 1, &chunk) < 0 || (filters.shuffle && H5Pset_shuffle(create.get()) < 0) ||
+        (filters.deflate_level > 0 && H5Pset_deflate(create.get(), static_cast<unsigned>(filters.deflate_level)) < 0) ||
         // Unfiltered chunks then go straight between the file and our buffers, without a copy.
         H5Pset_chunk_cache(access.get(), H5D_CHUNK_CACHE_NSLOTS_DEFAULT, 0, H5D_CHUNK_CACHE_W0_DEFAULT) < 0)
       fail("dataset (property lists)", info.name);
@@ -419,7 +423,7 @@ class TableWriter {
     if (column.size() == 0) return;
     if (source.valid())
       copy_chunks(source.get(), dataset, column, first_row, chunk_rows);
-    else if (filtered(options_.filters))
+    else if (filtered(filters_for(options_, column.name())))
       write_chunks(dataset, column, first_row, chunk_rows);
     else
       write_plain(dataset, column, first_row);
@@ -487,7 +491,7 @@ class TableWriter {
     const std::size_t chunk_count = ceil_div(values.size(), chunk_bytes);
     const std::size_t per_batch = std::max<std::size_t>(1, kBatchBytes / chunk_bytes);
     const std::size_t batch_count = ceil_div(chunk_count, per_batch);
-    const ChunkFormat format{element, chunk_bytes, options_.filters.shuffle, options_.filters.deflate_level};
+    const ChunkFormat format = chunk_format(column, chunk_bytes, filters_for(options_, column.name()));
 
     tbb::enumerable_thread_specific<ChunkEncoder> encoders(format);
     std::array<std::vector<std::vector<std::byte>>, 2> stored;
@@ -526,8 +530,9 @@ void check_write_options(const Hdf5WriteOptions& options) {
   if (options.chunk_rows < 1 || options.chunk_rows > kMaxChunkRows)
     throw UsageError("chunk rows " + std::to_string(options.chunk_rows) + " outside 1.." +
                      std::to_string(kMaxChunkRows));
-  if (options.filters.deflate_level < 0 || options.filters.deflate_level > 9)
-    throw UsageError("deflate level " + std::to_string(options.filters.deflate_level) + " outside 0..9");
+  for (const Hdf5Filters& filters : {options.filters, options.derived_filters})
+    if (filters.deflate_level < 0 || filters.deflate_level > 9)
+      throw UsageError("deflate level " + std::to_string(filters.deflate_level) + " outside 0..9");
 }
 
 std::vector<VariableInfo> variables_of(const Table& table) {
@@ -549,6 +554,12 @@ void check_storable(const std::vector<VariableInfo>& variables, const std::files
 }  // namespace
 
 // ---- public functions ---------------------------------------------------------------------------
+
+const Hdf5Filters& filters_for(const Hdf5WriteOptions& options, std::string_view name) {
+  return std::find(options.derived.begin(), options.derived.end(), name) != options.derived.end()
+             ? options.derived_filters
+             : options.filters;
+}
 
 Provenance make_provenance(std::string command, std::string input_digest) {
   Provenance provenance;
@@ -583,18 +594,17 @@ EncodedRows encode_rows(const Table& part, std::int64_t file_rows, const Hdf5Wri
   auto impl = std::make_unique<EncodedRows::Impl>();
   impl->first_row = part.first_row_id();
   impl->chunk_rows = effective_chunk_rows(options, file_rows);
-  if (!filtered(options.filters)) return EncodedRows(std::move(impl));
   const auto declared_unchanged = [&](const std::string& name) {
     return options.unchanged && std::find(options.unchanged->names.begin(), options.unchanged->names.end(), name) !=
                                     options.unchanged->names.end();
   };
   for (const Column& column : part.columns()) {
-    if (column.size() == 0 || declared_unchanged(column.name())) continue;
+    const Hdf5Filters& filters = filters_for(options, column.name());
+    if (column.size() == 0 || declared_unchanged(column.name()) || !filtered(filters)) continue;
     const std::span<const std::byte> values = column_bytes(column);
-    const std::size_t element = element_size(column.type());
-    const std::size_t chunk_bytes = element * static_cast<std::size_t>(impl->chunk_rows);
+    const std::size_t chunk_bytes = element_size(column.type()) * static_cast<std::size_t>(impl->chunk_rows);
     std::vector<std::vector<std::byte>> chunks(ceil_div(values.size(), chunk_bytes));
-    const ChunkFormat format{element, chunk_bytes, options.filters.shuffle, options.filters.deflate_level};
+    const ChunkFormat format = chunk_format(column, chunk_bytes, filters);
     tbb::enumerable_thread_specific<ChunkEncoder> encoders(format);
     tbb::parallel_for(std::size_t{0}, chunks.size(), [&](std::size_t i) {
       const std::size_t begin = i * chunk_bytes;

@@ -104,6 +104,11 @@ int main(int argc, char** argv) {
                  "fewer records (default 3; 1 shows every count)")
       ->check(engine::whole_number_in(1, engine::kMaxCount))
       ->type_name("N");
+  app.add_option("--derived-filters", global.derived_filters,
+                 "HDF5 filters of the continuous columns a step computes and appends (fk, risks): none, "
+                 "shuffle, deflate=N or shuffle,deflate=N (default shuffle: written at memory speed, about 4 "
+                 "times larger than with deflate; docs/format.md)")
+      ->type_name("FILTERS");
   app.add_option("--permissions", global.permissions,
                  "octal mode of outputs, reports and logs (default 0600: census microdata are confidential)");
 
@@ -139,6 +144,7 @@ int main(int argc, char** argv) {
     context.progress = global.progress;
     context.report_min_count = global.report_min_count;
     context.permissions = io::parse_permissions(global.permissions);
+    context.derived_filters = io::parse_filters(global.derived_filters);
     engine::configure_logging(global.log_level);
     // Progress and summaries come from the coordinator; other ranks speak only of problems.
     if (!comm.is_coordinator() && spdlog::get_level() < spdlog::level::warn) spdlog::set_level(spdlog::level::warn);

@@ -4,6 +4,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include <filesystem>
+
 #include "tests/support/sdc_process.h"
 
 namespace sdc::testing {
@@ -35,6 +37,28 @@ TEST(SdcRisk, ReproducesTheFrancdatOracle) {
   EXPECT_EQ(results["sample_uniques"], 4);
   EXPECT_EQ(results["records_below_k"], 4);
   EXPECT_EQ(report["inputs"][0]["rows"], 8);
+}
+
+TEST(SdcRisk, StoresItsComputedColumnsWithTheDerivedFiltersAndTheSameContent) {
+  TempDir dir;
+  const auto census = dir / "census.h5";
+  ASSERT_EQ(
+      run_sdc({"generate", "census", "--households", "3000", "-o", census.string()}, {{"SDC_SEED", "7"}}).exit_code, 0);
+  const auto risk = [&](const std::string& output, std::vector<std::string> global) {
+    global.insert(global.end(), {"risk", "-i", census.string(), "-o", (dir / output).string(), "--keys",
+                                 "sex,age,marstat,lau2", "--weight", "weight", "--sensitive", "occupation"});
+    return run_sdc(global);
+  };
+  ASSERT_EQ(risk("shuffled.h5", {}).exit_code, 0);
+  ASSERT_EQ(risk("deflated.h5", {"--derived-filters", "shuffle,deflate=1"}).exit_code, 0);
+  EXPECT_EQ(digest_of(dir / "shuffled.h5"), digest_of(dir / "deflated.h5"));
+  // Shuffle alone leaves the nine computed columns' bytes uncompressed.
+  EXPECT_GT(std::filesystem::file_size(dir / "shuffled.h5"), std::filesystem::file_size(dir / "deflated.h5") + 100000);
+
+  const auto refused = risk("bad.h5", {"--derived-filters", "lz4"});
+  EXPECT_EQ(refused.exit_code, 2);
+  EXPECT_NE(refused.err.find("lz4"), std::string::npos) << refused.err;
+  EXPECT_FALSE(std::filesystem::exists(dir / "bad.h5"));
 }
 
 class ASmallHouseholdFile : public ::testing::Test {

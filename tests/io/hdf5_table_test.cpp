@@ -450,10 +450,10 @@ TEST(Hdf5Table, EqualContentGivesByteIdenticalFiles) {
   ::setenv("SOURCE_DATE_EPOCH", "1700000000", 1);
   const Table table = census_table(3000);
   for (const Hdf5Filters& filters : {kDefault, kNone}) {
-    write_table(table, dir / "a.h5", {filters, 256, make_provenance("sdc import x", "d1"), {}, {}});
+    write_table(table, dir / "a.h5", {filters, 256, make_provenance("sdc import x", "d1"), {}, {}, {}, {}});
     // Object time stamps have a resolution of one second: a second apart they would differ.
     std::this_thread::sleep_for(std::chrono::milliseconds(1100));
-    write_table(table, dir / "b.h5", {filters, 256, make_provenance("sdc import x", "d1"), {}, {}});
+    write_table(table, dir / "b.h5", {filters, 256, make_provenance("sdc import x", "d1"), {}, {}, {}, {}});
     const std::string a = testing::read_text(dir / "a.h5");
     EXPECT_GT(a.size(), 1000U);
     EXPECT_TRUE(a == testing::read_text(dir / "b.h5")) << "files differ with filters " << to_string(filters);
