@@ -6,9 +6,11 @@
 
 namespace sdc::distributed {
 
-DistributedFrequencies distributed_frequency_count(const Communicator& comm, const KeyColumns& keys,
-                                                   std::span<const double> weights, std::int64_t k) {
-  const LocalFrequencyCount local = frequency_count_local(keys, weights);
+namespace {
+
+/// Steps 1 to 5 of the header's composition, from this rank's local count.
+DistributedFrequencies merged_frequency_count(const Communicator& comm, const LocalFrequencyCount& local,
+                                              std::int64_t k) {
   const FrequencyClasses& mine = local.classes;
   DistributedFrequencies out;
   if (comm.size() == 1) {  // the local classes are the global ones
@@ -46,6 +48,18 @@ DistributedFrequencies distributed_frequency_count(const Communicator& comm, con
   // 5. Integer summaries add up in any order.
   out.summary = sum_over_ranks(comm, frequency_count_finalize(owned.counts, k));
   return out;
+}
+
+}  // namespace
+
+DistributedFrequencies distributed_frequency_count(const Communicator& comm, const KeyColumns& keys,
+                                                   std::span<const double> weights, std::int64_t k) {
+  return merged_frequency_count(comm, frequency_count_local(keys, weights), k);
+}
+
+DistributedFrequencies distributed_frequency_count(const Communicator& comm, const KeyGrouping& grouping,
+                                                   std::span<const double> weights, std::int64_t k) {
+  return merged_frequency_count(comm, frequency_count_local(grouping, weights), k);
 }
 
 }  // namespace sdc::distributed

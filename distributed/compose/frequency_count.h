@@ -20,5 +20,8 @@ struct DistributedFrequencies {
 
 DistributedFrequencies distributed_frequency_count(const Communicator& comm, const KeyColumns& keys,
                                                    std::span<const double> weights, std::int64_t k);
+/// The same from this rank's records grouped already (group_by_keys of the keys).
+DistributedFrequencies distributed_frequency_count(const Communicator& comm, const KeyGrouping& grouping,
+                                                   std::span<const double> weights, std::int64_t k);
 
 }  // namespace sdc::distributed

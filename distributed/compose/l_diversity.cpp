@@ -74,9 +74,15 @@ OwnedSummary summarize(const SensitiveClasses& classes, const LDiversity& measur
 DistributedLDiversity distributed_l_diversity(const Communicator& comm, const KeyColumns& keys,
                                               std::span<const std::int32_t> sensitive, const LDiversityOptions& options,
                                               std::int64_t l) {
+  return distributed_l_diversity(comm, group_by_keys(keys), sensitive, options, l);
+}
+
+DistributedLDiversity distributed_l_diversity(const Communicator& comm, const KeyGrouping& grouping,
+                                              std::span<const std::int32_t> sensitive, const LDiversityOptions& options,
+                                              std::int64_t l) {
   const auto ranks = static_cast<std::size_t>(comm.size());
-  const std::size_t m = keys.key_count();
-  const LocalSensitiveClasses local = l_diversity_local(keys, sensitive);
+  const std::size_t m = grouping.key_count;
+  const LocalSensitiveClasses local = l_diversity_local(grouping, sensitive);
   const SensitiveClasses& mine = local.classes;
 
   DistributedLDiversity out;

@@ -26,5 +26,9 @@ struct DistributedLDiversity {
 DistributedLDiversity distributed_l_diversity(const Communicator& comm, const KeyColumns& keys,
                                               std::span<const std::int32_t> sensitive, const LDiversityOptions& options,
                                               std::int64_t l);
+/// The same from this rank's records grouped already (group_by_keys of the keys).
+DistributedLDiversity distributed_l_diversity(const Communicator& comm, const KeyGrouping& grouping,
+                                              std::span<const std::int32_t> sensitive, const LDiversityOptions& options,
+                                              std::int64_t l);
 
 }  // namespace sdc::distributed

@@ -149,16 +149,22 @@ class RiskStepImpl final : public RiskStep {
     const std::span<const double> weights =
         options.weight ? table.require(*options.weight).values() : std::span<const double>();
 
+    // The classes of equal key tuples (missing equal to missing), formed once when more than the
+    // frequency count uses them: the class sizes beside wildcard counts, and l-diversity.
+    const bool wildcard = options.missing == MissingKeys::kWildcard;
+    std::optional<KeyGrouping> exact_classes;
+    if (wildcard || !options.sensitive.empty()) exact_classes = group_by_keys(keys);
     distributed::DistributedFrequencies frequencies =
-        options.missing == MissingKeys::kWildcard
+        wildcard
             ? distributed::distributed_wildcard_frequency_count(comm, keys, weights, options.alpha, options.k_anonymity)
-            : distributed::distributed_frequency_count(comm, keys, weights, options.k_anonymity);
+        : exact_classes ? distributed::distributed_frequency_count(comm, *exact_classes, weights, options.k_anonymity)
+                        : distributed::distributed_frequency_count(comm, keys, weights, options.k_anonymity);
     clock.lap("frequency counts");
-    // The size of each record's class of equal key tuples (missing equal to missing): fk itself, except
-    // with wildcards, where fk also counts the records that match through a missing value.
+    // The size of each record's class of equal key tuples: fk itself, except with wildcards, where fk
+    // also counts the records that match through a missing value.
     std::vector<double> class_sizes;
-    if (options.missing == MissingKeys::kWildcard)
-      class_sizes = distributed::distributed_frequency_count(comm, keys, {}, options.k_anonymity).records.fk;
+    if (wildcard)
+      class_sizes = distributed::distributed_frequency_count(comm, *exact_classes, {}, options.k_anonymity).records.fk;
     const FrequencySummary summary = frequencies.summary;
     step.results = {{"records", summary.records},
                     {"equivalence_classes", summary.classes},
@@ -228,8 +234,9 @@ class RiskStepImpl final : public RiskStep {
       LDiversityOptions l_options;
       l_options.c = options.l_recursion_constant;
       l_options.compat = options.mode == Mode::kCompat;
-      const auto l = distributed::distributed_l_diversity(
-          comm, keys, table.require(name, VariableType::kCategorical).codes(), l_options, options.l_diversity);
+      const auto l = distributed::distributed_l_diversity(comm, *exact_classes,
+                                                          table.require(name, VariableType::kCategorical).codes(),
+                                                          l_options, options.l_diversity);
       l_json[name] = {{"classes", l.classes},
                       {"min_distinct", l.min_distinct},
                       {"min_entropy", l.min_entropy},

@@ -8,24 +8,42 @@
 
 namespace sdc {
 
-LocalFrequencyCount frequency_count_local(const KeyColumns& keys, std::span<const double> weights) {
-  SDC_CHECK(weights.empty() || weights.size() == keys.record_count(), "one weight per record");
-  KeyGrouping grouping = group_by_keys(keys);
-  LocalFrequencyCount local;
-  const std::size_t classes = grouping.class_count();
-  local.classes.key_count = grouping.key_count;
-  local.classes.class_keys = std::move(grouping.class_keys);
-  local.classes.counts.resize(classes);
-  local.classes.weights.resize(classes);
-  tbb::parallel_for(tbb::blocked_range<std::size_t>(0, classes, 1 << 14), [&](const auto& range) {
+namespace {
+
+/// The counts and exact weight sums of the classes of `grouping`.
+void count_classes(const KeyGrouping& grouping, std::span<const double> weights, FrequencyClasses& classes) {
+  SDC_CHECK(weights.empty() || weights.size() == grouping.record_class.size(), "one weight per record");
+  const std::size_t count = grouping.class_count();
+  classes.key_count = grouping.key_count;
+  classes.counts.resize(count);
+  classes.weights.resize(count);
+  tbb::parallel_for(tbb::blocked_range<std::size_t>(0, count, 1 << 14), [&](const auto& range) {
     for (std::size_t c = range.begin(); c != range.end(); ++c) {
-      local.classes.counts[c] = grouping.class_size(c);
-      ExactSum& sum = local.classes.weights[c];
+      classes.counts[c] = grouping.class_size(c);
+      ExactSum& sum = classes.weights[c];
       for (std::uint32_t p = grouping.class_offsets[c]; p < grouping.class_offsets[c + 1]; ++p)
         sum.add(weights.empty() ? 1.0 : weights[grouping.sorted_records[p]]);
     }
   });
+}
+
+}  // namespace
+
+LocalFrequencyCount frequency_count_local(const KeyColumns& keys, std::span<const double> weights) {
+  SDC_CHECK(weights.empty() || weights.size() == keys.record_count(), "one weight per record");
+  KeyGrouping grouping = group_by_keys(keys);
+  LocalFrequencyCount local;
+  count_classes(grouping, weights, local.classes);
+  local.classes.class_keys = std::move(grouping.class_keys);
   local.record_class = std::move(grouping.record_class);
+  return local;
+}
+
+LocalFrequencyCount frequency_count_local(const KeyGrouping& grouping, std::span<const double> weights) {
+  LocalFrequencyCount local;
+  count_classes(grouping, weights, local.classes);
+  local.classes.class_keys = grouping.class_keys;
+  local.record_class = grouping.record_class;
   return local;
 }
 

@@ -40,6 +40,9 @@ struct LocalFrequencyCount {
 
 /// `weights` empty = unweighted (F_k = f_k).
 LocalFrequencyCount frequency_count_local(const KeyColumns& keys, std::span<const double> weights);
+/// The same from the records' classes already formed (group_by_keys of the keys), for a step that
+/// uses them again (l-diversity).
+LocalFrequencyCount frequency_count_local(const KeyGrouping& grouping, std::span<const double> weights);
 
 /// The sorted union of two class lists, counts and weights added for equal tuples.
 void frequency_count_merge(FrequencyClasses& into, const FrequencyClasses& from);

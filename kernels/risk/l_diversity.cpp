@@ -1,5 +1,8 @@
 #include "kernels/risk/l_diversity.h"
 
+#include <tbb/blocked_range.h>
+#include <tbb/parallel_for.h>
+
 #include <algorithm>
 #include <cmath>
 #include <functional>
@@ -9,6 +12,9 @@
 
 namespace sdc {
 namespace {
+
+/// Classes per parallel task of the local count, the finalization and the assignment.
+constexpr std::size_t kClassesPerRun = std::size_t{1} << 14;
 
 void append_category(SensitiveClasses& out, std::int32_t code, std::int64_t count) {
   out.categories.push_back(code);
@@ -52,29 +58,56 @@ std::int64_t recursive_l(std::vector<std::int64_t>& r, const LDiversityOptions& 
 
 LocalSensitiveClasses l_diversity_local(const KeyColumns& keys, std::span<const std::int32_t> sensitive) {
   SDC_CHECK(sensitive.size() == keys.record_count(), "one sensitive value per record");
-  KeyGrouping grouping = group_by_keys(keys);
+  return l_diversity_local(group_by_keys(keys), sensitive);
+}
+
+LocalSensitiveClasses l_diversity_local(const KeyGrouping& grouping, std::span<const std::int32_t> sensitive) {
+  SDC_CHECK(sensitive.size() == grouping.record_class.size(), "one sensitive value per record");
+  // Runs of classes are counted in parallel, each into its own lists, and the lists joined in run
+  // order: the result is the same for any number of threads.
+  struct Run {
+    std::vector<std::int32_t> categories;
+    std::vector<std::int64_t> counts;
+    std::vector<std::uint32_t> class_categories;  // per class of the run
+  };
+  const std::size_t classes = grouping.class_count();
+  const std::size_t runs = (classes + kClassesPerRun - 1) / kClassesPerRun;
+  std::vector<Run> counted(runs);
+  tbb::parallel_for(std::size_t{0}, runs, [&](std::size_t run) {
+    Run& out = counted[run];
+    const std::size_t end = std::min(classes, (run + 1) * kClassesPerRun);
+    std::vector<std::int32_t> codes;
+    for (std::size_t c = run * kClassesPerRun; c < end; ++c) {
+      codes.clear();
+      for (std::uint32_t p = grouping.class_offsets[c]; p < grouping.class_offsets[c + 1]; ++p) {
+        const std::int32_t code = sensitive[grouping.sorted_records[p]];
+        SDC_CHECK(code >= kMissingCode, "sensitive codes are non-negative or the missing code");
+        codes.push_back(code);
+      }
+      std::sort(codes.begin(), codes.end());
+      const std::size_t before = out.categories.size();
+      for (std::size_t i = 0; i < codes.size();) {
+        std::size_t j = i;
+        while (j < codes.size() && codes[j] == codes[i]) ++j;
+        out.categories.push_back(codes[i]);
+        out.counts.push_back(static_cast<std::int64_t>(j - i));
+        i = j;
+      }
+      out.class_categories.push_back(static_cast<std::uint32_t>(out.categories.size() - before));
+    }
+  });
   LocalSensitiveClasses local;
   SensitiveClasses& out = local.classes;
   out.key_count = grouping.key_count;
-  out.class_keys = std::move(grouping.class_keys);
-  std::vector<std::int32_t> codes;
-  for (std::size_t c = 0; c < grouping.class_count(); ++c) {
-    codes.clear();
-    for (std::uint32_t p = grouping.class_offsets[c]; p < grouping.class_offsets[c + 1]; ++p) {
-      const std::int32_t code = sensitive[grouping.sorted_records[p]];
-      SDC_CHECK(code >= kMissingCode, "sensitive codes are non-negative or the missing code");
-      codes.push_back(code);
-    }
-    std::sort(codes.begin(), codes.end());
-    for (std::size_t i = 0; i < codes.size();) {
-      std::size_t j = i;
-      while (j < codes.size() && codes[j] == codes[i]) ++j;
-      append_category(out, codes[i], static_cast<std::int64_t>(j - i));
-      i = j;
-    }
-    out.category_offsets.push_back(out.categories.size());
+  out.class_keys = grouping.class_keys;
+  out.category_offsets.reserve(classes + 1);
+  for (Run& run : counted) {
+    for (const std::uint32_t n : run.class_categories) out.category_offsets.push_back(out.category_offsets.back() + n);
+    out.categories.insert(out.categories.end(), run.categories.begin(), run.categories.end());
+    out.category_counts.insert(out.category_counts.end(), run.counts.begin(), run.counts.end());
+    run = {};
   }
-  local.record_class = std::move(grouping.record_class);
+  local.record_class = grouping.record_class;
   return local;
 }
 
@@ -131,45 +164,50 @@ LDiversity l_diversity_finalize(const SensitiveClasses& classes, const LDiversit
   result.distinct.resize(count);
   result.entropy.resize(count);
   result.recursive.resize(count);
-  std::vector<std::int64_t> r;
-  for (std::size_t c = 0; c < count; ++c) {
-    std::int64_t missing = 0;
-    std::int64_t size = 0;
-    r.clear();
-    for (std::size_t i = classes.category_offsets[c]; i < classes.category_offsets[c + 1]; ++i) {
-      size += classes.category_counts[i];
-      if (classes.categories[i] == kMissingCode)
-        missing += classes.category_counts[i];
-      else
-        r.push_back(classes.category_counts[i]);
+  tbb::parallel_for(tbb::blocked_range<std::size_t>(0, count, kClassesPerRun), [&](const auto& range) {
+    std::vector<std::int64_t> r;
+    for (std::size_t c = range.begin(); c != range.end(); ++c) {
+      std::int64_t missing = 0;
+      std::int64_t size = 0;
+      r.clear();
+      for (std::size_t i = classes.category_offsets[c]; i < classes.category_offsets[c + 1]; ++i) {
+        size += classes.category_counts[i];
+        if (classes.categories[i] == kMissingCode)
+          missing += classes.category_counts[i];
+        else
+          r.push_back(classes.category_counts[i]);
+      }
+      const bool missing_category = missing > 0 && !r.empty();
+      result.distinct[c] = static_cast<std::int64_t>(r.size()) + (missing_category ? 1 : 0);
+      double sum = 0.0;  // Σ p log p, categories in code order, missing last
+      const auto g = static_cast<double>(size);
+      auto add = [&](std::int64_t n) {
+        const double p = static_cast<double>(n) / g;
+        sum += p * std::log(p);
+      };
+      for (const std::int64_t n : r) add(n);
+      if (missing_category) add(missing);
+      result.entropy[c] = r.empty() ? 1.0 : std::exp(-sum);
+      result.recursive[c] = recursive_l(r, options);
     }
-    const bool missing_category = missing > 0 && !r.empty();
-    result.distinct[c] = static_cast<std::int64_t>(r.size()) + (missing_category ? 1 : 0);
-    double sum = 0.0;  // Σ p log p, categories in code order, missing last
-    const auto g = static_cast<double>(size);
-    auto add = [&](std::int64_t n) {
-      const double p = static_cast<double>(n) / g;
-      sum += p * std::log(p);
-    };
-    for (const std::int64_t n : r) add(n);
-    if (missing_category) add(missing);
-    result.entropy[c] = r.empty() ? 1.0 : std::exp(-sum);
-    result.recursive[c] = recursive_l(r, options);
-  }
+  });
   return result;
 }
 
 LDiversity l_diversity_assign(std::span<const std::uint32_t> record_class, const LDiversity& per_class) {
   LDiversity result;
-  result.distinct.reserve(record_class.size());
-  result.entropy.reserve(record_class.size());
-  result.recursive.reserve(record_class.size());
-  for (const std::uint32_t c : record_class) {
-    SDC_CHECK(c < per_class.distinct.size(), "record class within the class list");
-    result.distinct.push_back(per_class.distinct[c]);
-    result.entropy.push_back(per_class.entropy[c]);
-    result.recursive.push_back(per_class.recursive[c]);
-  }
+  result.distinct.resize(record_class.size());
+  result.entropy.resize(record_class.size());
+  result.recursive.resize(record_class.size());
+  tbb::parallel_for(tbb::blocked_range<std::size_t>(0, record_class.size(), kClassesPerRun), [&](const auto& range) {
+    for (std::size_t i = range.begin(); i != range.end(); ++i) {
+      const std::uint32_t c = record_class[i];
+      SDC_CHECK(c < per_class.distinct.size(), "record class within the class list");
+      result.distinct[i] = per_class.distinct[c];
+      result.entropy[i] = per_class.entropy[c];
+      result.recursive[i] = per_class.recursive[c];
+    }
+  });
   return result;
 }
 

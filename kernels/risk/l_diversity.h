@@ -50,6 +50,9 @@ struct LocalSensitiveClasses {
 
 /// `sensitive` holds one code per record: 0.. for categories, kMissingCode (-1) for missing.
 LocalSensitiveClasses l_diversity_local(const KeyColumns& keys, std::span<const std::int32_t> sensitive);
+/// The same from the records' classes already formed (group_by_keys of the keys): a step that has
+/// counted the classes for fk reuses them instead of grouping the records again.
+LocalSensitiveClasses l_diversity_local(const KeyGrouping& grouping, std::span<const std::int32_t> sensitive);
 
 /// The sorted union of two class lists; equal tuples get their category counts added.
 void l_diversity_merge(SensitiveClasses& into, const SensitiveClasses& from);

@@ -1,7 +1,9 @@
 #include "kernels/risk/l_diversity.h"
 
 #include <gtest/gtest.h>
+#include <tbb/global_control.h>
 
+#include <map>
 #include <random>
 
 #include "kernels/core/table.h"
@@ -123,6 +125,59 @@ TEST(LDiversity, SplitAndMergeEqualsOneBlock) {
   EXPECT_EQ(a.distinct, b.distinct);
   EXPECT_EQ(a.entropy, b.entropy);
   EXPECT_EQ(a.recursive, b.recursive);
+}
+
+TEST(LDiversityLocal, CountsManyClassesFromTheirGroupingAsAPlainTallyDoesForAnyThreadCount) {
+  // More than two runs of 16 384 classes, so that the per-run lists are joined.
+  std::mt19937 engine(11);
+  std::uniform_int_distribution<std::int32_t> key_code(-1, 299);
+  std::uniform_int_distribution<std::int32_t> s_code(-1, 3);
+  const std::size_t n = 120000;
+  std::vector<std::int32_t> k1(n), k2(n), s(n);
+  for (std::size_t i = 0; i < n; ++i) {
+    k1[i] = key_code(engine);
+    k2[i] = key_code(engine);
+    s[i] = s_code(engine);
+  }
+  KeyColumns keys;
+  keys.codes = {std::span<const std::int32_t>(k1), std::span<const std::int32_t>(k2)};
+  keys.level_counts = {300, 300};
+
+  std::map<std::vector<std::int32_t>, std::map<std::int32_t, std::int64_t>> tally;
+  for (std::size_t i = 0; i < n; ++i) ++tally[{k1[i], k2[i]}][s[i]];
+  ASSERT_GT(tally.size(), 2U * 16384U);
+
+  const KeyGrouping grouping = group_by_keys(keys);
+  std::vector<LocalSensitiveClasses> results;
+  for (const std::size_t threads : {std::size_t{1}, std::size_t{2}}) {
+    const tbb::global_control limit(tbb::global_control::max_allowed_parallelism, threads);
+    results.push_back(l_diversity_local(grouping, s));
+  }
+  results.push_back(l_diversity_local(keys, s));
+
+  const SensitiveClasses& classes = results.front().classes;
+  ASSERT_EQ(classes.class_count(), tally.size());
+  std::size_t c = 0;
+  for (const auto& [key, categories] : tally) {
+    EXPECT_EQ(std::vector<std::int32_t>(classes.key(c).begin(), classes.key(c).end()), key);
+    std::map<std::int32_t, std::int64_t> counted;
+    for (std::size_t i = classes.category_offsets[c]; i < classes.category_offsets[c + 1]; ++i)
+      counted[classes.categories[i]] = classes.category_counts[i];
+    EXPECT_EQ(counted, categories) << "class " << c;
+    ++c;
+  }
+  for (const auto& other : results) {
+    EXPECT_EQ(other.classes.class_keys, classes.class_keys);
+    EXPECT_EQ(other.classes.category_offsets, classes.category_offsets);
+    EXPECT_EQ(other.classes.categories, classes.categories);
+    EXPECT_EQ(other.classes.category_counts, classes.category_counts);
+    EXPECT_EQ(other.record_class, results.front().record_class);
+  }
+  for (std::size_t i = 0; i < n; ++i) {
+    const auto key = classes.key(results.front().record_class[i]);
+    ASSERT_EQ(key[0], k1[i]);
+    ASSERT_EQ(key[1], k2[i]);
+  }
 }
 
 }  // namespace
