@@ -75,11 +75,26 @@ LocalSensitiveClasses l_diversity_local(const KeyGrouping& grouping, std::span<c
   std::vector<Run> counted(runs);
   tbb::parallel_for(std::size_t{0}, runs, [&](std::size_t run) {
     Run& out = counted[run];
-    const std::size_t end = std::min(classes, (run + 1) * kClassesPerRun);
+    const std::size_t begin = run * kClassesPerRun;
+    const std::size_t end = std::min(classes, begin + kClassesPerRun);
+    const std::size_t records = grouping.class_offsets[end] - grouping.class_offsets[begin];
+    out.categories.reserve(records);
+    out.counts.reserve(records);
+    out.class_categories.reserve(end - begin);
     std::vector<std::int32_t> codes;
-    for (std::size_t c = run * kClassesPerRun; c < end; ++c) {
+    for (std::size_t c = begin; c < end; ++c) {
+      const std::uint32_t first = grouping.class_offsets[c];
+      const std::uint32_t size = grouping.class_size(c);
+      if (size == 1) {  // most classes of a census: no sorting
+        const std::int32_t code = sensitive[grouping.sorted_records[first]];
+        SDC_CHECK(code >= kMissingCode, "sensitive codes are non-negative or the missing code");
+        out.categories.push_back(code);
+        out.counts.push_back(1);
+        out.class_categories.push_back(1);
+        continue;
+      }
       codes.clear();
-      for (std::uint32_t p = grouping.class_offsets[c]; p < grouping.class_offsets[c + 1]; ++p) {
+      for (std::uint32_t p = first; p < first + size; ++p) {
         const std::int32_t code = sensitive[grouping.sorted_records[p]];
         SDC_CHECK(code >= kMissingCode, "sensitive codes are non-negative or the missing code");
         codes.push_back(code);
@@ -96,17 +111,32 @@ LocalSensitiveClasses l_diversity_local(const KeyGrouping& grouping, std::span<c
       out.class_categories.push_back(static_cast<std::uint32_t>(out.categories.size() - before));
     }
   });
+  // Where each run's categories and classes start in the joined lists; the runs are then copied there
+  // in parallel.
+  std::vector<std::size_t> category_start(runs + 1, 0);
+  for (std::size_t run = 0; run < runs; ++run)
+    category_start[run + 1] = category_start[run] + counted[run].categories.size();
   LocalSensitiveClasses local;
   SensitiveClasses& out = local.classes;
   out.key_count = grouping.key_count;
   out.class_keys = grouping.class_keys;
-  out.category_offsets.reserve(classes + 1);
-  for (Run& run : counted) {
-    for (const std::uint32_t n : run.class_categories) out.category_offsets.push_back(out.category_offsets.back() + n);
-    out.categories.insert(out.categories.end(), run.categories.begin(), run.categories.end());
-    out.category_counts.insert(out.category_counts.end(), run.counts.begin(), run.counts.end());
-    run = {};
-  }
+  out.category_offsets.resize(classes + 1);
+  out.categories.resize(category_start[runs]);
+  out.category_counts.resize(category_start[runs]);
+  tbb::parallel_for(std::size_t{0}, runs, [&](std::size_t run) {
+    Run& from = counted[run];
+    std::copy(from.categories.begin(), from.categories.end(),
+              out.categories.begin() + static_cast<std::ptrdiff_t>(category_start[run]));
+    std::copy(from.counts.begin(), from.counts.end(),
+              out.category_counts.begin() + static_cast<std::ptrdiff_t>(category_start[run]));
+    std::size_t offset = category_start[run];
+    std::size_t c = run * kClassesPerRun;
+    for (const std::uint32_t n : from.class_categories) {
+      offset += n;
+      out.category_offsets[++c] = offset;
+    }
+    from = {};
+  });
   local.record_class = grouping.record_class;
   return local;
 }
