@@ -18,10 +18,18 @@ ExactSum all_reduce_exact_sum(const Communicator& comm, const ExactSum& local);
 /// Global risk of the per-record risks that the ranks hold.
 GlobalRisk distributed_global_risk(const Communicator& comm, std::span<const double> local_risks);
 
-/// The threshold keeping the global risk under `rho`. The distinct risk values of all ranks meet on
-/// the coordinator (memory there: 16 bytes per distinct value, at most one per class), which
-/// computes the threshold and broadcasts it.
-RiskThreshold distributed_risk_threshold(const Communicator& comm, std::span<const double> local_risks, double rho);
+struct RiskDistribution {
+  RiskThreshold threshold;
+  SampleQuantiles quantiles;
+};
+
+/// The threshold keeping the global risk under `rho`, and the exact quantiles of the risks at
+/// `probabilities` (type 7, as distributed_exact_quantiles gives them), from one histogram of the
+/// distinct risk values of all ranks. The histograms meet on the coordinator (memory there: 16 bytes
+/// per distinct value, at most one per class), which computes both and broadcasts them. The risks
+/// must not be NaN.
+RiskDistribution distributed_risk_distribution(const Communicator& comm, std::span<const double> local_risks,
+                                               double rho, std::span<const double> probabilities);
 
 /// Exact quantiles of the vector the ranks hold, by the radix refinement (four allreduces of 65 536
 /// counters); equal to sample_quantiles of the concatenation, bit for bit.

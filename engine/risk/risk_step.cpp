@@ -196,14 +196,16 @@ class RiskStepImpl final : public RiskStep {
     nlohmann::json individual_json = global_risk_json(global);
     individual_json["method"] = options.risk_method == IndividualRiskMethod::kExact ? "exact" : "approx";
     individual_json["qual"] = options.qual;
-    individual_json["quantiles"] = risk_quantiles(comm, risk);
-    step.results["individual_risk"] = individual_json;
 
     const bool risks_are_numbers = comm.all_reduce_sum(static_cast<std::int64_t>(std::count_if(
                                        risk.begin(), risk.end(), [](double r) { return std::isnan(r); }))) == 0;
     std::vector<std::int32_t> above(risk.size(), 0);
     if (risks_are_numbers) {
-      const RiskThreshold threshold = distributed::distributed_risk_threshold(comm, risk, options.global_risk_target);
+      // One histogram of the distinct risks gives both the threshold and the exact quantiles.
+      const distributed::RiskDistribution distribution =
+          distributed::distributed_risk_distribution(comm, risk, options.global_risk_target, kRiskQuantiles);
+      individual_json["quantiles"] = quantiles_json(distribution.quantiles);
+      const RiskThreshold& threshold = distribution.threshold;
       std::int64_t records_above = 0;
       if (!threshold.already_safe) {
         for (std::size_t i = 0; i < risk.size(); ++i) above[i] = risk[i] > threshold.threshold ? 1 : 0;
@@ -215,10 +217,13 @@ class RiskStepImpl final : public RiskStep {
           {"already_safe", threshold.already_safe},
           {"records_above", comm.all_reduce_sum(records_above)}};
     } else {
+      individual_json["quantiles"] =
+          quantiles_json(distributed::distributed_exact_quantiles(comm, risk, kRiskQuantiles));
       step.warnings.push_back(
           "some individual risks are not numbers (compat mode with weights below 1): no risk "
           "threshold is computed");
     }
+    step.results["individual_risk"] = individual_json;
     clock.lap("global risk and threshold");
 
     std::optional<std::vector<double>> household;
@@ -435,8 +440,7 @@ class RiskStepImpl final : public RiskStep {
   }
 
   /// Collective: exact quantiles of all ranks' individual risks (type 7), without gathering them.
-  static nlohmann::json risk_quantiles(const distributed::Communicator& comm, std::span<const double> risk) {
-    const SampleQuantiles quantiles = distributed::distributed_exact_quantiles(comm, risk, kRiskQuantiles);
+  static nlohmann::json quantiles_json(const SampleQuantiles& quantiles) {
     nlohmann::json out = nlohmann::json::array();
     for (std::size_t q = 0; q < quantiles.values.size(); ++q)
       out.push_back(

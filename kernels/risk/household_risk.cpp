@@ -144,6 +144,32 @@ RiskHistogram risk_histogram_merged(const RiskHistogram& a, const RiskHistogram&
 
 void risk_histogram_merge(RiskHistogram& into, const RiskHistogram& from) { into = risk_histogram_merged(into, from); }
 
+SampleQuantiles histogram_quantiles(const RiskHistogram& histogram, std::span<const double> probabilities,
+                                    const QuantileOptions& options) {
+  SDC_CHECK(histogram.values.size() == histogram.counts.size(), "one count per distinct risk");
+  // Ascending: `below[i]` records have a risk smaller than values[size - 1 - i].
+  const std::size_t distinct = histogram.values.size();
+  std::vector<std::uint64_t> below(distinct + 1, 0);
+  for (std::size_t i = 0; i < distinct; ++i)
+    below[i + 1] = below[i] + static_cast<std::uint64_t>(histogram.counts[distinct - 1 - i]);
+  SampleQuantiles result;
+  result.count = below[distinct];
+  // The k-th smallest risk (1-based): the value whose run of records holds rank k.
+  const auto order_statistic = [&](std::uint64_t k) {
+    const auto run = static_cast<std::size_t>(std::upper_bound(below.begin(), below.end(), k - 1) - below.begin()) - 1;
+    return histogram.values[distinct - 1 - run];
+  };
+  for (const double p : probabilities) {
+    if (result.count == 0) {
+      result.values.push_back(quantile_of_sorted({}, p, options));
+      continue;
+    }
+    const QuantilePlan plan = quantile_plan(result.count, p, options);
+    result.values.push_back(apply_quantile_plan(plan, order_statistic(plan.lo), order_statistic(plan.hi)));
+  }
+  return result;
+}
+
 RiskThreshold risk_threshold(const RiskHistogram& histogram, double rho) {
   if (!(rho > 0.0 && rho < 1.0))
     throw ParameterError("risk threshold: the target global risk must lie strictly between 0 and 1, got " +

@@ -8,7 +8,8 @@
 //   global_risk_local / _merge      (a) mergeable partials: an exact sum of risks and a record count;
 //   global_risk_finalize                the same bits for any split of the records.
 //   risk_histogram_local / _merge   (a) mergeable partials: distinct risk values with their counts
-//   risk_threshold                      (integer counts; the threshold depends on the multiset only).
+//   risk_threshold                      (integer counts; the threshold and the quantiles depend on the
+//   histogram_quantiles                 multiset only).
 //   marketer_risk_local / _merge    (a) mergeable partials over classes (each global class counted in
 //   marketer_risk_finalize              exactly one partial): counts and exact sums.
 // Floating-point sums are ExactSum (exact until read), so merge order never changes a result.
@@ -17,6 +18,7 @@
 #include <span>
 #include <vector>
 
+#include "kernels/bootstrap/quantiles.h"
 #include "kernels/core/exact_sum.h"
 #include "kernels/risk/individual_risk.h"
 
@@ -70,6 +72,13 @@ struct RiskThreshold {
   /// Σ r < ρ·n: the target already holds (the reference reports NA for the threshold).
   bool already_safe = false;
 };
+
+/// The exact sample quantiles of the risks the histogram counts: the order statistics and interpolation
+/// of sample_quantiles (kernels/bootstrap/quantiles.h) read off the cumulative counts, without another
+/// pass over the records. NaN quantiles when it counts no record. A risk of -0.0 reads as 0.0, as the
+/// histogram counts it.
+SampleQuantiles histogram_quantiles(const RiskHistogram& histogram, std::span<const double> probabilities,
+                                    const QuantileOptions& options = {});
 
 /// risk.md §5: sort r descending, T = ρ·n, S = Σ r. S < T -> already safe. Otherwise the first j
 /// (at the start of a run of equal values) with Σ_{i>=j} r_i + r_j·j < T gives r_j; none gives 0.

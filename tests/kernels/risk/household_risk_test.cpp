@@ -99,6 +99,28 @@ TEST(RiskThreshold, HistogramMergeOverAnySplitEqualsOneBlock) {
     EXPECT_EQ(risk_threshold(whole, rho).threshold, risk_threshold(split, rho).threshold);
 }
 
+TEST(RiskQuantiles, FromTheHistogramEqualTheSampleQuantilesOfTheRecords) {
+  std::mt19937 generator(5);  // test data only
+  std::uniform_int_distribution<int> level(1, 60);
+  const std::vector<double> probabilities{0.0, 0.01, 0.25, 0.5, 0.75, 0.9, 0.99, 0.999, 1.0};
+  for (const std::size_t n : {std::size_t{1}, std::size_t{2}, std::size_t{7}, std::size_t{1000}, std::size_t{4099}}) {
+    std::vector<double> risk(n);
+    for (auto& r : risk) r = 1.0 / level(generator);  // many ties, as risks of equal classes are
+    for (const int type : {7, 1, 6}) {
+      const QuantileOptions options{quantile_type_from_number(type)};
+      const SampleQuantiles expected = sample_quantiles(risk, probabilities, options);
+      const SampleQuantiles got = histogram_quantiles(risk_histogram_local(risk), probabilities, options);
+      EXPECT_EQ(got.count, n);
+      ASSERT_EQ(got.values.size(), expected.values.size());
+      for (std::size_t q = 0; q < probabilities.size(); ++q)
+        EXPECT_EQ(got.values[q], expected.values[q]) << "n " << n << ", type " << type << ", p " << probabilities[q];
+    }
+  }
+  const SampleQuantiles none = histogram_quantiles(RiskHistogram{}, probabilities);
+  EXPECT_EQ(none.count, 0U);
+  for (const double value : none.values) EXPECT_TRUE(std::isnan(value));
+}
+
 TEST(GlobalRisk, MergeOverAnySplitGivesTheSameBits) {
   std::mt19937 generator(4);  // test data only
   std::uniform_real_distribution<double> uniform(0.0, 1.0);
