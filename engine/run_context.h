@@ -41,7 +41,7 @@ struct RunContext {
   std::int64_t report_min_count = 3;
   /// --derived-filters: the HDF5 filters of the columns a step computes and appends to its output
   /// (io::Hdf5WriteOptions::derived).
-  io::Hdf5Filters derived_filters{true, 0};
+  io::Hdf5Filters derived_filters = io::kDerivedFilters;
   /// The files the run reads and writes (set before it runs): a masked output's provenance names
   /// them by their base names only.
   std::vector<io::PathUse> paths;

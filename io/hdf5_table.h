@@ -70,6 +70,9 @@ struct UnchangedVariables {
   std::vector<std::string> names;
 };
 
+/// The default filters of derived variables (Hdf5WriteOptions::derived): shuffle, no deflate.
+inline constexpr Hdf5Filters kDerivedFilters{true, 0};
+
 struct Hdf5WriteOptions {
   Hdf5Filters filters;
   std::int64_t chunk_rows = kDefaultChunkRows;  ///< 1..kMaxChunkRows; a table shorter than this is one chunk
@@ -79,9 +82,9 @@ struct Hdf5WriteOptions {
   /// Variables stored with `derived_filters` instead of `filters`: the continuous columns a step
   /// computes and appends (fk, risks), which it can make again from its input. Deflate spends most of a write
   /// on such columns, whose low bytes are nearly random; shuffle alone stores them at memory speed, at
-  /// a cost in file size (docs/format.md, "Filters").
+  /// a cost in file size (docs/format.md, "Derived variables").
   std::vector<std::string> derived;
-  Hdf5Filters derived_filters{true, 0};
+  Hdf5Filters derived_filters = kDerivedFilters;
 };
 
 /// The filters `options` gives variable `name`: derived_filters for a derived variable, else filters.

@@ -439,7 +439,7 @@ class RiskStepImpl final : public RiskStep {
     return table;
   }
 
-  /// Collective: exact quantiles of all ranks' individual risks (type 7), without gathering them.
+  /// The report's list of individual-risk quantiles, p and value (null for NaN).
   static nlohmann::json quantiles_json(const SampleQuantiles& quantiles) {
     nlohmann::json out = nlohmann::json::array();
     for (std::size_t q = 0; q < quantiles.values.size(); ++q)

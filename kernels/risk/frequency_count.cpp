@@ -30,7 +30,6 @@ void count_classes(const KeyGrouping& grouping, std::span<const double> weights,
 }  // namespace
 
 LocalFrequencyCount frequency_count_local(const KeyColumns& keys, std::span<const double> weights) {
-  SDC_CHECK(weights.empty() || weights.size() == keys.record_count(), "one weight per record");
   KeyGrouping grouping = group_by_keys(keys);
   LocalFrequencyCount local;
   count_classes(grouping, weights, local.classes);
