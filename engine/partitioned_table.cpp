@@ -12,8 +12,27 @@
 
 namespace sdc::engine {
 
+namespace {
+
+/// Collective. The stored block digests of every variable of `reader`'s file (TablePart::
+/// stored_block_digests): each rank checks the chunks of its rows `range`, and a variable keeps its
+/// digests only when every rank found them matching.
+std::vector<std::vector<std::string>> checked_stored_digests(const distributed::Communicator& comm,
+                                                             const io::Hdf5TableReader& reader,
+                                                             const distributed::RowRange& range) {
+  std::vector<std::vector<std::string>> digests;
+  for (const VariableInfo& info : reader.summary().variables) {
+    auto blocks = reader.stored_block_digests(info.name, range.first, range.count);
+    digests.push_back(comm.all_reduce_max(blocks ? 0 : 1) == 0 ? std::move(*blocks) : std::vector<std::string>());
+  }
+  return digests;
+}
+
+}  // namespace
+
 TablePart read_partitioned(const distributed::Communicator& comm, const std::filesystem::path& path,
-                           const std::optional<std::string>& household_variable) {
+                           const std::optional<std::string>& household_variable,
+                           const std::optional<ReadNeeds>& needs) {
   const io::Hdf5TableReader reader(path);
   TablePart part;
   part.summary = reader.summary();
@@ -44,6 +63,20 @@ TablePart read_partitioned(const distributed::Communicator& comm, const std::fil
   io::Hdf5ReadOptions options;
   options.first_row = part.range.first;
   options.row_count = part.range.count;
+  if (needs) {
+    part.stored_block_digests = checked_stored_digests(comm, reader, part.range);
+    const auto used = [&](const std::string& name) {
+      return name == household_variable || std::find(needs->used.begin(), needs->used.end(), name) != needs->used.end();
+    };
+    for (std::size_t v = 0; v < part.summary.variables.size(); ++v) {
+      const VariableInfo& info = part.summary.variables[v];
+      if (!used(info.name) && !part.stored_block_digests[v].empty() && reader.stored_as(info.name, *needs->output))
+        part.carried.push_back({v, info});
+      else
+        options.variables.push_back(info.name);
+    }
+    if (part.carried.empty()) options.variables.clear();  // all of them, as without needs
+  }
   part.table = reader.read(options);
 
   if (household_variable) {
@@ -121,13 +154,28 @@ Table realign_rows(const distributed::Communicator& comm, Table part,
 
 }  // namespace
 
-std::string partitioned_content_digest(const distributed::Communicator& comm, const Table& part,
-                                       const io::FileSummary& summary) {
+std::string partitioned_content_digest(const distributed::Communicator& comm, const TablePart& table_part) {
   constexpr std::int64_t kBlock = io::kDigestBlockRows;
+  const Table& part = table_part.table;
+  const io::FileSummary& summary = table_part.summary;
   const std::int64_t total = summary.row_count;
   const std::int64_t first = part.first_row_id();
   const std::int64_t end = first + part.row_count();
-  SDC_CHECK(part.column_count() == summary.variables.size(), "every variable of the file is held");
+  SDC_CHECK(part.column_count() + table_part.carried.size() == summary.variables.size(),
+            "every variable of the file is held or carried");
+  const auto& stored = table_part.stored_block_digests;
+  // position[j]: the place among the file's variables of the part's column j; hashed[j]: whether its
+  // values are hashed here, for want of stored digests.
+  std::vector<std::size_t> position;
+  std::vector<bool> hashed;
+  for (std::size_t v = 0, c = 0; v < summary.variables.size(); ++v) {
+    if (c < table_part.carried.size() && table_part.carried[c].position == v) {
+      ++c;
+      continue;
+    }
+    position.push_back(v);
+    hashed.push_back(stored.empty() || stored[v].empty());
+  }
   const auto ranges = comm.all_gather(distributed::RowRange{first, part.row_count()});
   const auto owner_of_row = [&](std::int64_t row) {
     for (std::size_t r = 0; r < ranges.size(); ++r)
@@ -160,17 +208,18 @@ std::string partitioned_content_digest(const distributed::Communicator& comm, co
     out.put(block);
     out.put(lo);
     out.put(hi);
-    for (const Column& column : part.columns()) {
-      const std::string bytes =
-          io::canonical_bytes(column, static_cast<std::size_t>(lo - first), static_cast<std::size_t>(hi - lo));
+    for (std::size_t j = 0; j < part.column_count(); ++j) {
+      if (!hashed[j]) continue;
+      const std::string bytes = io::canonical_bytes(part.columns()[j], static_cast<std::size_t>(lo - first),
+                                                    static_cast<std::size_t>(hi - lo));
       out.put_span(std::span(bytes.data(), bytes.size()));
     }
   }
   if (whole_begin >= 0) {
-    const auto digests = io::whole_block_digests(part, whole_begin, whole_end, total);
-    for (std::size_t v = 0; v < digests.size(); ++v)
-      for (std::size_t i = 0; i < digests[v].size(); ++i)
-        report(v, whole_begin / kBlock + static_cast<std::int64_t>(i), digests[v][i]);
+    const auto digests = io::whole_block_digests(part, whole_begin, whole_end, total, hashed);
+    for (std::size_t j = 0; j < digests.size(); ++j)
+      for (std::size_t i = 0; i < digests[j].size(); ++i)
+        report(position[j], whole_begin / kBlock + static_cast<std::int64_t>(i), digests[j][i]);
   }
 
   std::vector<std::vector<std::byte>> send(ranges.size());
@@ -186,17 +235,19 @@ std::string partitioned_content_digest(const distributed::Communicator& comm, co
       const auto hi = in.get<std::int64_t>();
       auto& buffers = split_blocks[block];
       buffers.resize(part.column_count());
-      for (std::size_t v = 0; v < part.column_count(); ++v) {
-        const std::size_t size =
-            static_cast<std::size_t>(hi - lo) * (summary.variables[v].type == VariableType::kCategorical ? 4 : 8);
-        const std::size_t old = buffers[v].size();
-        buffers[v].resize(old + size);
-        in.get_span(std::span(buffers[v].data() + old, size));
+      for (std::size_t j = 0; j < part.column_count(); ++j) {
+        if (!hashed[j]) continue;
+        const std::size_t size = static_cast<std::size_t>(hi - lo) *
+                                 (summary.variables[position[j]].type == VariableType::kCategorical ? 4 : 8);
+        const std::size_t old = buffers[j].size();
+        buffers[j].resize(old + size);
+        in.get_span(std::span(buffers[j].data() + old, size));
       }
     }
   }
   for (const auto& [block, buffers] : split_blocks)
-    for (std::size_t v = 0; v < buffers.size(); ++v) report(v, block, io::block_digest(buffers[v]));
+    for (std::size_t j = 0; j < buffers.size(); ++j)
+      if (hashed[j]) report(position[j], block, io::block_digest(buffers[j]));
 
   std::vector<std::vector<std::byte>> to_coordinator(ranges.size());
   to_coordinator[0] = std::move(coordinator_part.bytes());
@@ -205,6 +256,8 @@ std::string partitioned_content_digest(const distributed::Communicator& comm, co
   if (comm.is_coordinator()) {
     const auto blocks = static_cast<std::size_t>((total + kBlock - 1) / kBlock);
     std::vector<std::vector<std::string>> digests(summary.variables.size(), std::vector<std::string>(blocks));
+    for (std::size_t v = 0; v < stored.size(); ++v)
+      if (!stored[v].empty()) digests[v] = stored[v];
     for (const auto& bytes : gathered) {
       distributed::ByteReader in(bytes);
       while (!in.done()) {
@@ -223,8 +276,7 @@ std::string partitioned_content_digest(const distributed::Communicator& comm, co
 void write_partitioned(const distributed::Communicator& comm, Table part, const std::filesystem::path& output,
                        const io::Hdf5WriteOptions& options) {
   const std::int64_t rows = comm.all_reduce_sum(part.row_count());
-  std::vector<VariableInfo> variables;
-  for (const Column& column : part.columns()) variables.push_back(column.info());
+  const std::vector<VariableInfo> variables = io::written_variables(part, options);
 
   if (comm.size() == 1) {
     io::write_table(part, output, options);

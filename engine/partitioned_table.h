@@ -17,19 +17,37 @@ namespace sdc::engine {
 struct TablePart {
   io::FileSummary summary;  ///< of the whole file
   distributed::RowRange range;
-  Table table;  ///< this rank's rows; first_row_id() == range.first
+  Table table;  ///< this rank's rows of the variables read, in file order; first_row_id() == range.first
+  /// The file's other variables, in file order: left unread, they go to the output as stored
+  /// (io::UnchangedVariables::not_held).
+  std::vector<io::PlacedVariable> carried;
+  /// Per variable of the file: the content digests of its blocks as stored with it, checked against
+  /// its stored chunks (io::Hdf5TableReader::stored_block_digests) by the ranks; empty when the file
+  /// has none or a chunk has changed, and when read without ReadNeeds.
+  std::vector<std::vector<std::string>> stored_block_digests;
 };
 
-/// Collective. Every rank reads its share of `path`. With a household variable, boundaries fall
-/// between households and the file must be sorted by it (InvalidInput naming the first bad row id).
+/// What a step reads of its input: the variables it uses, and how its output is written. The stored
+/// digests of the input (docs/format.md) stand in for hashing the values when they match the stored
+/// chunks; any variable not used is then carried (left unread) when the output stores it as the
+/// input does (chunk rows, filters).
+struct ReadNeeds {
+  std::vector<std::string> used;
+  const io::Hdf5WriteOptions* output = nullptr;
+};
+
+/// Collective. Every rank reads its share of `path`: every variable, or with `needs` the ones that
+/// cannot be carried. With a household variable, boundaries fall between households and the file must
+/// be sorted by it (InvalidInput naming the first bad row id). The value checks of io::Hdf5ReadOptions
+/// run on the variables read; carried variables are copied as they are stored.
 TablePart read_partitioned(const distributed::Communicator& comm, const std::filesystem::path& path,
-                           const std::optional<std::string>& household_variable);
+                           const std::optional<std::string>& household_variable,
+                           const std::optional<ReadNeeds>& needs = std::nullopt);
 
 /// Collective. The content digest (docs/format.md) of the file `part`s were read from, computed from
-/// the rows the ranks hold — no second read — with the value `sdc info --digest` gives. Every rank's
-/// part must hold all the file's variables in file order; every rank gets the digest.
-std::string partitioned_content_digest(const distributed::Communicator& comm, const Table& part,
-                                       const io::FileSummary& summary);
+/// the rows the ranks hold — no second read — and the stored block digests of the carried variables,
+/// with the value `sdc info --digest` gives. Every rank gets the digest.
+std::string partitioned_content_digest(const distributed::Communicator& comm, const TablePart& part);
 
 /// Collective. Writes every rank's `part` (rows in rank order, equal variables on every rank) as one
 /// file, atomically: the output appears only when every rank has written its rows. The part is taken

@@ -77,12 +77,17 @@ void PhaseClock::lap(std::string_view phase) {
 OpenedTable open_table_step(const distributed::Communicator& comm, const RunContext& context,
                             const std::filesystem::path& input, const std::optional<std::string>& household,
                             StepIdentity identity, io::Hdf5WriteOptions& write_options, PhaseClock& clock,
-                            OutputRelease release, const std::vector<NamedInput>& other_inputs) {
+                            OutputRelease release, const std::vector<NamedInput>& other_inputs,
+                            const std::optional<std::vector<std::string>>& uses) {
   OpenedTable opened;
-  opened.part = read_partitioned(comm, input, household);
+  opened.part = read_partitioned(comm, input, household,
+                                 uses ? std::optional<ReadNeeds>(ReadNeeds{*uses, &write_options}) : std::nullopt);
+  if (!opened.part.carried.empty() && comm.is_coordinator())
+    spdlog::debug("{}: {} of {} variables carried unread", identity.method, opened.part.carried.size(),
+                  opened.part.summary.variables.size());
   clock.lap("read");
   // The digest comes from the rows just read: no second pass over the file.
-  opened.input_digest = partitioned_content_digest(comm, opened.part.table, opened.part.summary);
+  opened.input_digest = partitioned_content_digest(comm, opened.part);
   for (const NamedInput& other : other_inputs) {
     // One pass over the file on the coordinator; the others learn rows and digest from it.
     std::string identified;
@@ -127,7 +132,26 @@ void write_table_step_output(const distributed::Communicator& comm, const std::f
     out.add_column(std::move(column));
   }
   for (Column& column : added) out.add_column(std::move(column));
-  write_options.unchanged = io::UnchangedVariables{input, opened.part.summary.stamp, std::move(carried)};
+  // The variables left unread keep their places among the input's variables, less those replaced.
+  std::vector<io::PlacedVariable> not_held;
+  std::size_t place = 0;
+  auto next_carried = opened.part.carried.begin();
+  for (std::size_t v = 0; v < opened.part.summary.variables.size(); ++v) {
+    const VariableInfo& info = opened.part.summary.variables[v];
+    const bool is_carried = next_carried != opened.part.carried.end() && next_carried->position == v;
+    if (is_carried) ++next_carried;
+    if (named(added_names, info.name)) {
+      if (is_carried) warnings.push_back("the input's variable '" + info.name + "' is replaced by this step's");
+      continue;
+    }
+    if (is_carried) {
+      not_held.push_back({place, info});
+      carried.push_back(info.name);
+    }
+    ++place;
+  }
+  write_options.unchanged =
+      io::UnchangedVariables{input, opened.part.summary.stamp, std::move(carried), std::move(not_held)};
   // Continuous columns only: flags and codes compress fast and well, fk and risks neither.
   for (const Column& column : out.columns())
     if (named(added_names, column.name()) && column.type() == VariableType::kContinuous)

@@ -116,11 +116,14 @@ enum class OutputRelease {
 /// `household` is given), computes its content digest from the rows read and the content digests of
 /// `other_inputs` (sdc tables the step reads itself), completes `identity` with them into the step's
 /// fingerprint, and sets the provenance of `write_options`. Laps "read" and "input digest" on `clock`.
+/// A step that names the variables it `uses` leaves the others unread where it can (ReadNeeds):
+/// write_table_step_output() then copies them from the input's stored chunks.
 OpenedTable open_table_step(const distributed::Communicator& comm, const RunContext& context,
                             const std::filesystem::path& input, const std::optional<std::string>& household,
                             StepIdentity identity, io::Hdf5WriteOptions& write_options, PhaseClock& clock,
                             OutputRelease release = OutputRelease::kAnalysis,
-                            const std::vector<NamedInput>& other_inputs = {});
+                            const std::vector<NamedInput>& other_inputs = {},
+                            const std::optional<std::vector<std::string>>& uses = std::nullopt);
 
 /// Collective. With `resume` and a complete earlier run of this step at `output` (the same
 /// fingerprint): records the earlier results in `step`, the output as `output_kind` (and a masked

@@ -47,15 +47,21 @@ std::string block_digest(std::string_view canonical) {
 }
 
 std::vector<std::vector<std::string>> whole_block_digests(const Table& table, std::int64_t begin_row,
-                                                          std::int64_t end_row, std::int64_t file_rows) {
+                                                          std::int64_t end_row, std::int64_t file_rows,
+                                                          const std::vector<bool>& hashed) {
   SDC_CHECK(begin_row % kDigestBlockRows == 0 && (end_row % kDigestBlockRows == 0 || end_row == file_rows) &&
                 begin_row >= table.first_row_id() && end_row <= table.first_row_id() + table.row_count(),
             "whole digest blocks inside the table");
   const auto blocks = static_cast<std::size_t>((end_row - begin_row + kDigestBlockRows - 1) / kDigestBlockRows);
-  std::vector<std::vector<std::string>> digests(table.column_count(), std::vector<std::string>(blocks));
+  SDC_CHECK(hashed.empty() || hashed.size() == table.column_count(), "a flag for every variable");
+  std::vector<std::size_t> variables;
+  for (std::size_t v = 0; v < table.column_count(); ++v)
+    if (hashed.empty() || hashed[v]) variables.push_back(v);
+  std::vector<std::vector<std::string>> digests(table.column_count());
+  for (std::size_t v : variables) digests[v].resize(blocks);
   const auto offset = static_cast<std::size_t>(begin_row - table.first_row_id());
-  tbb::parallel_for(std::size_t{0}, blocks * table.column_count(), [&](std::size_t cell) {
-    const std::size_t v = cell / blocks;
+  tbb::parallel_for(std::size_t{0}, blocks * variables.size(), [&](std::size_t cell) {
+    const std::size_t v = variables[cell / blocks];
     const std::size_t b = cell % blocks;
     const std::size_t begin = offset + b * static_cast<std::size_t>(kDigestBlockRows);
     const std::size_t count = std::min(static_cast<std::size_t>(kDigestBlockRows),

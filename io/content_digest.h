@@ -25,8 +25,10 @@ std::string block_digest(std::string_view canonical);
 /// Raw digests of the blocks that cover the global rows [begin_row, end_row) of `table`, for each
 /// variable, computed in parallel: result[v][i] is the digest of block begin_row / kDigestBlockRows + i.
 /// begin_row is a multiple of kDigestBlockRows and end_row one too, or the file's end `file_rows`.
+/// With `hashed` (one flag per variable), the variables not flagged are skipped (left empty).
 std::vector<std::vector<std::string>> whole_block_digests(const Table& table, std::int64_t begin_row,
-                                                          std::int64_t end_row, std::int64_t file_rows);
+                                                          std::int64_t end_row, std::int64_t file_rows,
+                                                          const std::vector<bool>& hashed = {});
 
 /// The file's digest (hex) from its metadata and `block_digests[v][b]` for every variable and block.
 std::string combine_content_digest(const FileSummary& summary,

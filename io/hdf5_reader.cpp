@@ -28,6 +28,7 @@
 #include "io/hdf5_handle.h"
 #include "io/hdf5_table.h"
 #include "io/input_file.h"
+#include "io/stored_digests.h"
 #include "kernels/core/error.h"
 
 namespace sdc::io {
@@ -93,6 +94,7 @@ struct StoredVariable {
   /// Raw chunks are fetched with H5Dread_chunk and decoded on TBB threads; otherwise HDF5 reads
   /// (and converts, and filters) hyperslabs itself.
   bool chunk_codec = false;
+  bool unknown_filters = false;  ///< filters besides shuffle-then-deflate
 };
 
 struct DecodeScratch {
@@ -466,6 +468,7 @@ struct Hdf5TableReader::Impl {
         variable.filters.deflate_level = value_count > 0 ? static_cast<int>(std::min(values[0], 9U)) : 1;
       } else {
         codec_knows_pipeline = false;
+        variable.unknown_filters = true;
       }
     }
     variable.chunk_codec = codec_knows_pipeline && variable.chunk_rows > 0 &&
@@ -666,6 +669,48 @@ struct Hdf5TableReader::Impl {
       std::memcpy(target.data(), decoded.data() + static_cast<std::size_t>(skip_rows) * element, target.size());
   }
 
+  bool stored_as(std::string_view name, const Hdf5WriteOptions& options) const {
+    const StoredVariable& variable = find(name);
+    const std::int64_t rows = summary.row_count;
+    const std::int64_t chunk_rows = rows > 0 ? std::min(options.chunk_rows, rows) : options.chunk_rows;
+    const Hdf5Filters& filters = filters_for(options, name);
+    return variable.chunk_rows == chunk_rows && !variable.unknown_filters &&
+           variable.filters.shuffle == filters.shuffle && variable.filters.deflate_level == filters.deflate_level;
+  }
+
+  std::optional<std::vector<std::string>> stored_block_digests(std::string_view name, std::int64_t first_row,
+                                                               std::int64_t row_count) const {
+    const StoredVariable& variable = find(name);
+    const std::int64_t rows = summary.row_count;
+    const std::int64_t chunk_rows = variable.chunk_rows;
+    if (!has_stored_digests(rows, chunk_rows)) return std::nullopt;
+    const hdf5::Dataset digests = open_stored_digests(file.get(), variable.info.name);
+    const std::int64_t chunk_count = (rows + chunk_rows - 1) / chunk_rows;
+    const auto entries =
+        digests.valid() ? read_digest_entries(digests.get(), chunk_count, chunk_rows, 0, chunk_count) : std::nullopt;
+    if (!entries) return std::nullopt;
+    const std::size_t entry_bytes = digest_entry_bytes(chunk_rows);
+    const hdf5::Dataset dataset = open_dataset(variable.info.name);
+    const std::size_t chunk_bytes = element_size(variable.info.type) * static_cast<std::size_t>(chunk_rows);
+    StoredChunk chunk;
+    const std::int64_t end_row = std::min(rows, first_row + row_count);
+    for (std::int64_t k = std::max<std::int64_t>(0, first_row) / chunk_rows; k * chunk_rows < end_row; ++k) {
+      chunk.index = k;
+      if (!fetch_chunk(dataset.get(), variable, chunk, chunk_bytes)) return std::nullopt;
+      const std::string digest = stored_chunk_digest(chunk.filter_mask, chunk.bytes);
+      if (std::memcmp(digest.data(), entries->data() + static_cast<std::size_t>(k) * entry_bytes, kDigestBytes) != 0)
+        return std::nullopt;
+    }
+    const std::int64_t per_chunk = chunk_rows / kDigestBlockRows;
+    std::vector<std::string> blocks(static_cast<std::size_t>((rows + kDigestBlockRows - 1) / kDigestBlockRows));
+    for (std::size_t b = 0; b < blocks.size(); ++b) {
+      const std::size_t offset = (b / static_cast<std::size_t>(per_chunk)) * entry_bytes +
+                                 (1 + b % static_cast<std::size_t>(per_chunk)) * kDigestBytes;
+      blocks[b].assign(reinterpret_cast<const char*>(entries->data() + offset), kDigestBytes);
+    }
+    return blocks;
+  }
+
   std::int64_t streaming_block_rows(std::string_view name) const {
     const StoredVariable& variable = find(name);
     const auto per_block = static_cast<std::int64_t>(kStreamBlockBytes / element_size(variable.info.type));
@@ -678,6 +723,14 @@ Hdf5TableReader::Hdf5TableReader(const std::filesystem::path& path) : impl_(std:
 Hdf5TableReader::~Hdf5TableReader() = default;
 const FileSummary& Hdf5TableReader::summary() const noexcept { return impl_->summary; }
 Table Hdf5TableReader::read(const Hdf5ReadOptions& options) const { return impl_->read(options); }
+bool Hdf5TableReader::stored_as(std::string_view variable, const Hdf5WriteOptions& options) const {
+  return impl_->stored_as(variable, options);
+}
+std::optional<std::vector<std::string>> Hdf5TableReader::stored_block_digests(std::string_view variable,
+                                                                              std::int64_t first_row,
+                                                                              std::int64_t row_count) const {
+  return impl_->stored_block_digests(variable, first_row, row_count);
+}
 std::int64_t Hdf5TableReader::streaming_block_rows(std::string_view variable) const {
   return impl_->streaming_block_rows(variable);
 }

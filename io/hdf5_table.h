@@ -58,6 +58,12 @@ struct FileStamp {
   bool operator==(const FileStamp&) const = default;
 };
 
+/// A variable and its place (0-based) among a file's variables.
+struct PlacedVariable {
+  std::size_t position = 0;
+  VariableInfo info;
+};
+
 /// Variables of a table being written that hold, row for row (same row ids), the values of the
 /// same-named variables of `path` as it was when read (`stamp`): the input variables a step carries
 /// along untouched. The writer copies their stored chunks from `path` instead of encoding the values
@@ -68,6 +74,11 @@ struct UnchangedVariables {
   std::filesystem::path path;
   FileStamp stamp;
   std::vector<std::string> names;
+  /// Of `names`, those the table being written does not hold, each with its place among the written
+  /// variables (places in increasing order): input variables a step carries without loading them
+  /// (docs/format.md, "Stored digests"). The writer copies their stored chunks and stored digests
+  /// from `path`; there is nothing to encode instead, so it fails (IoError) when it cannot.
+  std::vector<PlacedVariable> not_held = {};
 };
 
 /// The default filters of derived variables (Hdf5WriteOptions::derived): shuffle, no deflate.
@@ -97,6 +108,10 @@ const Hdf5Filters& filters_for(const Hdf5WriteOptions& options, std::string_view
 /// failure leaves neither `output` nor a temporary file behind. Values are written as they are:
 /// callers that want the data-model checks run validate_table() first.
 void write_table(const Table& table, const std::filesystem::path& output, const Hdf5WriteOptions& options);
+
+/// The variables a write of `table` with `options` stores, in file order: the table's, with the
+/// unchanged variables it does not hold (UnchangedVariables::not_held) at their places.
+std::vector<VariableInfo> written_variables(const Table& table, const Hdf5WriteOptions& options);
 
 /// For writers that produce one file from several processes (engine/partitioned_table.cpp): makes
 /// the file at `path` (an existing file is truncated, keeping its mode; usually an AtomicOutput's
@@ -188,6 +203,15 @@ class Hdf5TableReader {
   /// Rows per block for streaming `variable`: whole chunks of it, about 32 MiB of values. Throws
   /// InvalidInput when the file has no such variable.
   std::int64_t streaming_block_rows(std::string_view variable) const;
+  /// Whether a write with `options` stores `variable` as this file does (chunk rows, filters), so that
+  /// its stored chunks can be copied as they are. Throws InvalidInput when there is no such variable.
+  bool stored_as(std::string_view variable, const Hdf5WriteOptions& options) const;
+  /// The content digests of `variable`'s blocks (docs/format.md, "Content digest") as the writer stored
+  /// them with it ("Stored digests"), after checking that the stored bytes of the chunks that overlap
+  /// rows first_row .. + row_count still hash to what was recorded: the blocks' digests without
+  /// decoding a value. nullopt when the file stores none for the variable or a checked chunk changed.
+  std::optional<std::vector<std::string>> stored_block_digests(std::string_view variable, std::int64_t first_row,
+                                                               std::int64_t row_count) const;
 
  private:
   struct Impl;

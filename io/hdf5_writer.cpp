@@ -8,6 +8,7 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <filesystem>
 #include <limits>
 #include <map>
@@ -25,6 +26,7 @@
 #include "io/hdf5_format.h"
 #include "io/hdf5_handle.h"
 #include "io/hdf5_table.h"
+#include "io/stored_digests.h"
 #include "io/timestamp.h"
 #include "kernels/core/error.h"
 #include "sdc/version.h"
@@ -80,6 +82,8 @@ struct EncodedRows::Impl {
   std::int64_t first_row = 0;
   std::int64_t chunk_rows = 0;
   std::map<std::string, std::vector<std::vector<std::byte>>, std::less<>> chunks;
+  /// Per variable of `chunks`, the stored-digest entries of its chunks (empty when the file gets none).
+  std::map<std::string, std::vector<std::byte>, std::less<>> digest_entries;
 };
 
 EncodedRows::EncodedRows(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
@@ -156,7 +160,7 @@ std::optional<ChunkedLayout> chunked_layout(hid_t dataset) {
 class UnchangedSource {
  public:
   explicit UnchangedSource(std::optional<UnchangedVariables> unchanged) : unchanged_(std::move(unchanged)) {
-    if (!unchanged_ || unchanged_->names.empty()) return;
+    if (!unchanged_ || (unchanged_->names.empty() && unchanged_->not_held.empty())) return;
     const auto stamp = stamp_of(unchanged_->path);
     if (!stamp || *stamp != unchanged_->stamp) return;
     hdf5::PropertyList access(H5Pcreate(H5P_FILE_ACCESS));
@@ -203,6 +207,13 @@ class UnchangedSource {
   std::optional<UnchangedVariables> unchanged_;
   hdf5::File file_;
   hdf5::Group variables_;
+
+ public:
+  /// The source's stored digests of `name`; invalid when it has none.
+  hdf5::Dataset digests_for(const std::string& name) const {
+    return file_.valid() ? open_stored_digests(file_.get(), name) : hdf5::Dataset();
+  }
+  const std::filesystem::path& path() const { return unchanged_->path; }
 };
 
 /// Rows per chunk of a table of `rows` rows: a short table is one chunk, since a whole default chunk
@@ -235,16 +246,30 @@ class TableWriter {
         write_file_attributes(root.get(), rows);
       }
       hdf5::Group group = create_variables_group(file.get());
-      const UnchangedSource unchanged(table != nullptr ? options_.unchanged : std::nullopt);
-      for (std::size_t i = 0; i < variables.size(); ++i) {
-        hdf5::Dataset dataset = create_dataset(group.get(), variables[i], rows);
-        if (table != nullptr) {
-          const Column& column = table->columns()[i];
-          write_values(dataset.get(), column, 0, effective_chunk_rows(options_, rows),
-                       unchanged.dataset_for(column.name(), dataset.get()));
-        }
-        if (!dataset.close()) fail("dataset", variables[i].name);
+      const std::int64_t chunk_rows = effective_chunk_rows(options_, rows);
+      hdf5::Group digests_group;
+      if (has_stored_digests(rows, chunk_rows)) {
+        digests_group = create_stored_digests_group(file.get());
+        if (!digests_group.valid()) fail("the stored digests group");
       }
+      const UnchangedSource unchanged(table != nullptr ? options_.unchanged : std::nullopt);
+      for (const VariableInfo& info : variables) {
+        hdf5::Dataset dataset = create_dataset(group.get(), info, rows);
+        hdf5::Dataset digests;
+        if (digests_group.valid()) {
+          digests = create_stored_digests(digests_group.get(), info.name, rows, chunk_rows);
+          if (!digests.valid()) fail("stored digests", info.name);
+        }
+        if (table != nullptr) {
+          if (const Column* column = table->find(info.name))
+            write_values(dataset.get(), digests.get(), *column, 0, chunk_rows, unchanged);
+          else
+            copy_not_held(unchanged, dataset.get(), digests.get(), info.name, 0, rows, chunk_rows);
+        }
+        if (digests.valid() && !digests.close()) fail("stored digests", info.name);
+        if (!dataset.close()) fail("dataset", info.name);
+      }
+      if (digests_group.valid() && !digests_group.close()) fail("the stored digests group");
       if (!group.close()) fail("the variables group");
     });
   }
@@ -259,17 +284,24 @@ class TableWriter {
       hdf5::Group group(H5Gopen2(file.get(), kVariablesGroup, H5P_DEFAULT));
       if (!group.valid()) fail("the variables group");
       const UnchangedSource unchanged(options_.unchanged);
-      for (const Column& column : part.columns()) {
-        hdf5::Dataset dataset(H5Dopen2(group.get(), column.name().c_str(), H5P_DEFAULT));
-        if (!dataset.valid()) fail("dataset", column.name());
-        const std::int64_t chunk_rows = checked_chunk_rows(dataset.get(), part, column);
-        const auto* chunks = encoded_chunks(encoded, part, column, chunk_rows);
-        const hdf5::Dataset source = unchanged.dataset_for(column.name(), dataset.get());
-        if (chunks != nullptr && !source.valid())
-          store_chunks(dataset.get(), column, part.first_row_id(), chunk_rows, *chunks);
-        else
-          write_values(dataset.get(), column, part.first_row_id(), chunk_rows, source);
-        if (!dataset.close()) fail("dataset", column.name());
+      for (const VariableInfo& info : written_variables(part, options_)) {
+        hdf5::Dataset dataset(H5Dopen2(group.get(), info.name.c_str(), H5P_DEFAULT));
+        if (!dataset.valid()) fail("dataset", info.name);
+        const hdf5::Dataset digests = open_stored_digests(file.get(), info.name);
+        const std::int64_t chunk_rows = checked_chunk_rows(dataset.get(), part, info.name);
+        const Column* column = part.find(info.name);
+        if (column == nullptr) {
+          copy_not_held(unchanged, dataset.get(), digests.get(), info.name, part.first_row_id(), part.row_count(),
+                        chunk_rows);
+        } else {
+          const auto* chunks = encoded_chunks(encoded, part, *column, chunk_rows);
+          if (chunks != nullptr && !unchanged.dataset_for(column->name(), dataset.get()).valid())
+            store_chunks(dataset.get(), digests.get(), *column, part.first_row_id(), chunk_rows, *chunks,
+                         encoded->impl());
+          else
+            write_values(dataset.get(), digests.get(), *column, part.first_row_id(), chunk_rows, unchanged);
+        }
+        if (!dataset.close()) fail("dataset", info.name);
       }
       if (!group.close()) fail("the variables group");
     });
@@ -397,39 +429,68 @@ class TableWriter {
 
   /// The dataset's chunk rows, after checking that `part` covers whole chunks of it: chunks are
   /// written whole, so two writers must never share one.
-  std::int64_t checked_chunk_rows(hid_t dataset, const Table& part, const Column& column) const {
+  std::int64_t checked_chunk_rows(hid_t dataset, const Table& part, const std::string& name) const {
     const hdf5::PropertyList create(H5Dget_create_plist(dataset));
     const hdf5::Dataspace space(H5Dget_space(dataset));
     hsize_t chunk = 0;
     hsize_t rows = 0;
     if (!create.valid() || !space.valid() || H5Pget_chunk(create.get(), 1, &chunk) != 1 ||
         H5Sget_simple_extent_dims(space.get(), &rows, nullptr) != 1)
-      fail("dataset (layout)", column.name());
+      fail("dataset (layout)", name);
     const std::int64_t first = part.first_row_id();
     const std::int64_t end = first + part.row_count();
     const auto chunk_rows = static_cast<std::int64_t>(chunk);
     SDC_CHECK(first >= 0 && first % chunk_rows == 0 &&
                   (end % chunk_rows == 0 || end == static_cast<std::int64_t>(rows)) &&
                   end <= static_cast<std::int64_t>(rows),
-              "write_table_rows: rows " + std::to_string(first) + ".." + std::to_string(end) + " of variable '" +
-                  column.name() + "' are not whole chunks of " + std::to_string(chunk_rows) + " rows");
+              "write_table_rows: rows " + std::to_string(first) + ".." + std::to_string(end) + " of variable '" + name +
+                  "' are not whole chunks of " + std::to_string(chunk_rows) + " rows");
     return chunk_rows;
   }
 
-  /// Writes `column` at file rows first_row.. (a chunk boundary): copied from `source` when that is
-  /// a dataset stored alike (UnchangedSource::dataset_for), else encoded here.
-  void write_values(hid_t dataset, const Column& column, std::int64_t first_row, std::int64_t chunk_rows,
-                    const hdf5::Dataset& source) const {
+  /// Writes `column` at file rows first_row.. (a chunk boundary): copied from the unchanged input
+  /// when that stores it alike (UnchangedSource::dataset_for), else encoded here. Fills the chunks'
+  /// entries of `digests` when valid.
+  void write_values(hid_t dataset, hid_t digests, const Column& column, std::int64_t first_row, std::int64_t chunk_rows,
+                    const UnchangedSource& unchanged) const {
     if (column.size() == 0) return;
-    if (source.valid())
-      copy_chunks(source.get(), dataset, column, first_row, chunk_rows);
+    if (const hdf5::Dataset source = unchanged.dataset_for(column.name(), dataset); source.valid())
+      copy_chunks(source.get(), unchanged.digests_for(column.name()).get(), dataset, digests, column, first_row,
+                  chunk_rows);
     else if (filtered(filters_for(options_, column.name())))
-      write_chunks(dataset, column, first_row, chunk_rows);
+      write_chunks(dataset, digests, column, first_row, chunk_rows);
     else
-      write_plain(dataset, column, first_row);
+      write_plain(dataset, digests, column, first_row, chunk_rows);
   }
 
-  void write_plain(hid_t dataset, const Column& column, std::int64_t first_row) const {
+  /// Stores `entries` in `digests` (when valid), from the entry of the chunk of `first_row` on.
+  void store_digests(hid_t digests, const std::string& name, std::int64_t first_row, std::int64_t chunk_rows,
+                     std::span<const std::byte> entries) const {
+    if (digests >= 0 && !write_digest_entries(digests, first_row / chunk_rows, entries)) fail("stored digests", name);
+  }
+
+  /// The stored-digest entries of the chunks of `column` from first_row on, stored as stored_chunk(i)
+  /// gives them (filter mask, bytes), computed on all threads; the entries of the chunks for which
+  /// known(i, entry) fills `entry` itself are left to it.
+  template <typename StoredChunk, typename Known>
+  static std::vector<std::byte> digest_entries(const Column& column, std::int64_t chunk_rows,
+                                               StoredChunk&& stored_chunk, Known&& known) {
+    const auto rows_per_chunk = static_cast<std::size_t>(chunk_rows);
+    const std::size_t chunk_count = ceil_div(column.size(), rows_per_chunk);
+    const std::size_t entry_bytes = digest_entry_bytes(chunk_rows);
+    std::vector<std::byte> entries(chunk_count * entry_bytes);
+    tbb::parallel_for(std::size_t{0}, chunk_count, [&](std::size_t i) {
+      if (known(i, std::span(entries).subspan(i * entry_bytes, entry_bytes))) return;
+      const auto [mask, bytes] = stored_chunk(i);
+      const std::size_t begin = i * rows_per_chunk;
+      fill_digest_entry(std::span(entries).subspan(i * entry_bytes, entry_bytes), mask, bytes, column, begin,
+                        std::min(rows_per_chunk, column.size() - begin));
+    });
+    return entries;
+  }
+
+  void write_plain(hid_t dataset, hid_t digests, const Column& column, std::int64_t first_row,
+                   std::int64_t chunk_rows) const {
     const auto start = static_cast<hsize_t>(first_row);
     const hsize_t count = column.size();
     hdf5::Dataspace file_space(H5Dget_space(dataset));
@@ -439,6 +500,29 @@ class TableWriter {
         H5Dwrite(dataset, memory_type(column.type()), memory_space.get(), file_space.get(), H5P_DEFAULT,
                  column_bytes(column).data()) < 0)
       fail("values", column.name());
+    if (digests < 0) return;
+    // Whole chunks are stored as the values are in memory; a short last chunk is read back, since
+    // HDF5 pads it.
+    const std::span<const std::byte> values = column_bytes(column);
+    const std::size_t chunk_bytes = element_size(column.type()) * static_cast<std::size_t>(chunk_rows);
+    const std::size_t chunk_count = ceil_div(values.size(), chunk_bytes);
+    std::vector<std::byte> last;
+    std::uint32_t last_mask = 0;
+    if (values.size() % chunk_bytes != 0) {
+      const hsize_t offset = start + (chunk_count - 1) * static_cast<hsize_t>(chunk_rows);
+      hsize_t size = 0;
+      if (H5Dflush(dataset) < 0 || H5Dget_chunk_storage_size(dataset, &offset, &size) < 0) fail("chunk", column.name());
+      last.resize(static_cast<std::size_t>(size));
+      if (H5Dread_chunk(dataset, H5P_DEFAULT, &offset, &last_mask, last.data()) < 0) fail("chunk", column.name());
+    }
+    const auto entries = digest_entries(
+        column, chunk_rows,
+        [&](std::size_t i) {
+          if (i + 1 == chunk_count && !last.empty()) return std::pair{last_mask, std::span<const std::byte>(last)};
+          return std::pair{std::uint32_t{0}, values.subspan(i * chunk_bytes, chunk_bytes)};
+        },
+        [](std::size_t, std::span<std::byte>) { return false; });
+    store_digests(digests, column.name(), first_row, chunk_rows, entries);
   }
 
   /// The chunks of `column` that `encoded` holds, when it was made for these rows and chunks.
@@ -454,36 +538,108 @@ class TableWriter {
     return &it->second;
   }
 
-  void store_chunks(hid_t dataset, const Column& column, std::int64_t first_row, std::int64_t chunk_rows,
-                    const std::vector<std::vector<std::byte>>& chunks) const {
+  void store_chunks(hid_t dataset, hid_t digests, const Column& column, std::int64_t first_row, std::int64_t chunk_rows,
+                    const std::vector<std::vector<std::byte>>& chunks, const EncodedRows::Impl& encoded) const {
     for (std::size_t i = 0; i < chunks.size(); ++i) {
       const hsize_t offset = static_cast<hsize_t>(first_row) + i * static_cast<hsize_t>(chunk_rows);
       // Filter mask 0: every filter of the dataset's pipeline was applied to this chunk.
       if (H5Dwrite_chunk(dataset, H5P_DEFAULT, 0, &offset, chunks[i].size(), chunks[i].data()) < 0)
         fail("chunk", column.name());
     }
+    if (digests < 0) return;
+    const auto entries = encoded.digest_entries.find(column.name());
+    SDC_CHECK(entries != encoded.digest_entries.end(),
+              "write_table_rows: no stored digests encoded for variable '" + column.name() + "'");
+    store_digests(digests, column.name(), first_row, chunk_rows, entries->second);
   }
 
-  /// Copies the stored chunks of rows first_row .. + column.size() from `source`, a dataset stored
-  /// like `dataset` (UnchangedSource), with their filter masks: no decoding, no encoding.
-  void copy_chunks(hid_t source, hid_t dataset, const Column& column, std::int64_t first_row,
-                   std::int64_t chunk_rows) const {
+  /// Copies the stored chunks of rows first_row .. + row_count of variable `name` from `source`, a
+  /// dataset stored like `dataset` (UnchangedSource), with their filter masks: no decoding, no
+  /// encoding. Calls on_chunk(index, filter mask, bytes) for every chunk copied.
+  template <typename OnChunk>
+  void copy_stored_chunks(hid_t source, hid_t dataset, const std::string& name, std::int64_t first_row,
+                          std::int64_t row_count, std::int64_t chunk_rows, OnChunk&& on_chunk) const {
     std::vector<std::byte> stored;
-    const auto end = static_cast<hsize_t>(first_row) + column.size();
-    for (auto offset = static_cast<hsize_t>(first_row); offset < end; offset += static_cast<hsize_t>(chunk_rows)) {
+    const auto end = static_cast<hsize_t>(first_row + row_count);
+    std::size_t index = 0;
+    for (auto offset = static_cast<hsize_t>(first_row); offset < end;
+         offset += static_cast<hsize_t>(chunk_rows), ++index) {
       hsize_t size = 0;
       std::uint32_t filter_mask = 0;
-      if (H5Dget_chunk_storage_size(source, &offset, &size) < 0)
-        fail("chunk (reading the unchanged input's)", column.name());
+      if (H5Dget_chunk_storage_size(source, &offset, &size) < 0) fail("chunk (reading the unchanged input's)", name);
       stored.resize(static_cast<std::size_t>(size));
       if (H5Dread_chunk(source, H5P_DEFAULT, &offset, &filter_mask, stored.data()) < 0)
-        fail("chunk (reading the unchanged input's)", column.name());
+        fail("chunk (reading the unchanged input's)", name);
       if (H5Dwrite_chunk(dataset, H5P_DEFAULT, filter_mask, &offset, stored.size(), stored.data()) < 0)
-        fail("chunk", column.name());
+        fail("chunk", name);
+      on_chunk(index, filter_mask, std::span<const std::byte>(stored));
     }
   }
 
-  void write_chunks(hid_t dataset, const Column& column, std::int64_t first_row, std::int64_t chunk_rows) const {
+  /// Copies the stored chunks of `column` from `source` (UnchangedSource::dataset_for). The digests
+  /// of a copied chunk are those `source_digests` holds when its stored bytes still hash to them;
+  /// otherwise they are computed from the values.
+  void copy_chunks(hid_t source, hid_t source_digests, hid_t dataset, hid_t digests, const Column& column,
+                   std::int64_t first_row, std::int64_t chunk_rows) const {
+    std::vector<std::string> chunk_digests;
+    copy_stored_chunks(source, dataset, column.name(), first_row, static_cast<std::int64_t>(column.size()), chunk_rows,
+                       [&](std::size_t, std::uint32_t mask, std::span<const std::byte> bytes) {
+                         if (digests >= 0) chunk_digests.push_back(stored_chunk_digest(mask, bytes));
+                       });
+    if (digests < 0) return;
+    const std::size_t entry_bytes = digest_entry_bytes(chunk_rows);
+    std::optional<std::vector<std::byte>> stored;
+    if (source_digests >= 0) {
+      const auto file_rows = static_cast<std::int64_t>(chunked_layout(dataset)->rows);
+      stored = read_digest_entries(source_digests, (file_rows + chunk_rows - 1) / chunk_rows, chunk_rows,
+                                   first_row / chunk_rows, static_cast<std::int64_t>(chunk_digests.size()));
+    }
+    auto entries = digest_entries(
+        column, chunk_rows,
+        [&](std::size_t) {
+          return std::pair{std::uint32_t{0}, std::span<const std::byte>()};
+        },
+        [&](std::size_t i, std::span<std::byte> entry) {
+          if (!stored || std::memcmp(stored->data() + i * entry_bytes, chunk_digests[i].data(), kDigestBytes) != 0)
+            return false;
+          std::memcpy(entry.data(), stored->data() + i * entry_bytes, entry_bytes);
+          return true;
+        });
+    for (std::size_t i = 0; i < chunk_digests.size(); ++i)
+      std::memcpy(entries.data() + i * entry_bytes, chunk_digests[i].data(), kDigestBytes);
+    store_digests(digests, column.name(), first_row, chunk_rows, entries);
+  }
+
+  /// Copies rows first_row .. + row_count of variable `name`, which the table being written does not
+  /// hold, from the unchanged input: its stored chunks and, when the output keeps stored digests,
+  /// their entries, which the input must have.
+  void copy_not_held(const UnchangedSource& unchanged, hid_t dataset, hid_t digests, const std::string& name,
+                     std::int64_t first_row, std::int64_t row_count, std::int64_t chunk_rows) const {
+    if (row_count == 0) return;
+    const hdf5::Dataset source = unchanged.dataset_for(name, dataset);
+    const auto cannot_copy = [&](std::string_view what) {
+      throw IoError(target_.string() + ": cannot copy variable '" + name + "' (" + std::string(what) + ") from '" +
+                    unchanged.path().string() +
+                    "', which it was to carry unchanged; was that file changed while the step ran?");
+    };
+    if (!source.valid()) cannot_copy("its stored chunks");
+    copy_stored_chunks(source.get(), dataset, name, first_row, row_count, chunk_rows,
+                       [](std::size_t, std::uint32_t, std::span<const std::byte>) {});
+    if (digests < 0) return;
+    const hdf5::Dataset source_digests = unchanged.digests_for(name);
+    const auto file_rows = static_cast<std::int64_t>(chunked_layout(dataset)->rows);
+    const std::int64_t chunk_count = (file_rows + chunk_rows - 1) / chunk_rows;
+    const std::int64_t first_chunk = first_row / chunk_rows;
+    const std::optional<std::vector<std::byte>> entries =
+        source_digests.valid() ? read_digest_entries(source_digests.get(), chunk_count, chunk_rows, first_chunk,
+                                                     (row_count + chunk_rows - 1) / chunk_rows)
+                               : std::nullopt;
+    if (!entries) cannot_copy("its stored digests");
+    store_digests(digests, name, first_row, chunk_rows, *entries);
+  }
+
+  void write_chunks(hid_t dataset, hid_t digests, const Column& column, std::int64_t first_row,
+                    std::int64_t chunk_rows) const {
     const std::span<const std::byte> values = column_bytes(column);
     const std::size_t element = element_size(column.type());
     const auto rows_per_chunk = static_cast<std::size_t>(chunk_rows);
@@ -492,6 +648,8 @@ class TableWriter {
     const std::size_t per_batch = std::max<std::size_t>(1, kBatchBytes / chunk_bytes);
     const std::size_t batch_count = ceil_div(chunk_count, per_batch);
     const ChunkFormat format = chunk_format(column, chunk_bytes, filters_for(options_, column.name()));
+    const std::size_t entry_bytes = digest_entry_bytes(chunk_rows);
+    std::vector<std::byte> entries(digests >= 0 ? chunk_count * entry_bytes : 0);
 
     tbb::enumerable_thread_specific<ChunkEncoder> encoders(format);
     std::array<std::vector<std::vector<std::byte>>, 2> stored;
@@ -499,8 +657,12 @@ class TableWriter {
       auto& slots = stored[batch % 2];
       slots.resize(std::min(per_batch, chunk_count - batch * per_batch));
       tbb::parallel_for(std::size_t{0}, slots.size(), [&](std::size_t i) {
-        const std::size_t begin = (batch * per_batch + i) * chunk_bytes;
+        const std::size_t chunk = batch * per_batch + i;
+        const std::size_t begin = chunk * chunk_bytes;
         encoders.local().encode(values.subspan(begin, std::min(chunk_bytes, values.size() - begin)), slots[i]);
+        if (!entries.empty())
+          fill_digest_entry(std::span(entries).subspan(chunk * entry_bytes, entry_bytes), 0, slots[i], column,
+                            chunk * rows_per_chunk, std::min(rows_per_chunk, column.size() - chunk * rows_per_chunk));
       });
     };
     const auto store = [&](std::size_t batch) {
@@ -520,6 +682,7 @@ class TableWriter {
       else
         store(batch);
     }
+    if (digests >= 0) store_digests(digests, column.name(), first_row, chunk_rows, entries);
   }
 
   const std::filesystem::path& target_;
@@ -533,12 +696,6 @@ void check_write_options(const Hdf5WriteOptions& options) {
   for (const Hdf5Filters& filters : {options.filters, options.derived_filters})
     if (filters.deflate_level < 0 || filters.deflate_level > 9)
       throw UsageError("deflate level " + std::to_string(filters.deflate_level) + " outside 0..9");
-}
-
-std::vector<VariableInfo> variables_of(const Table& table) {
-  std::vector<VariableInfo> variables;
-  for (const Column& column : table.columns()) variables.push_back(column.info());
-  return variables;
 }
 
 /// Refuses variables whose file read_table() would reject, before any output exists.
@@ -561,6 +718,19 @@ const Hdf5Filters& filters_for(const Hdf5WriteOptions& options, std::string_view
              : options.filters;
 }
 
+std::vector<VariableInfo> written_variables(const Table& table, const Hdf5WriteOptions& options) {
+  std::vector<VariableInfo> variables;
+  const std::vector<PlacedVariable> none;
+  const auto& not_held = options.unchanged ? options.unchanged->not_held : none;
+  auto next = not_held.begin();
+  for (const Column& column : table.columns()) {
+    for (; next != not_held.end() && next->position <= variables.size(); ++next) variables.push_back(next->info);
+    variables.push_back(column.info());
+  }
+  for (; next != not_held.end(); ++next) variables.push_back(next->info);
+  return variables;
+}
+
 Provenance make_provenance(std::string command, std::string input_digest) {
   Provenance provenance;
   provenance.tool_version = std::string(kToolName) + " " + kToolVersion;
@@ -572,7 +742,7 @@ Provenance make_provenance(std::string command, std::string input_digest) {
 
 void write_table(const Table& table, const std::filesystem::path& output, const Hdf5WriteOptions& options) {
   check_write_options(options);
-  const std::vector<VariableInfo> variables = variables_of(table);
+  const std::vector<VariableInfo> variables = written_variables(table, options);
   check_storable(variables, output);
   hdf5::initialize();
   AtomicOutput atomic(output, options.permissions);
@@ -605,12 +775,19 @@ EncodedRows encode_rows(const Table& part, std::int64_t file_rows, const Hdf5Wri
     const std::size_t chunk_bytes = element_size(column.type()) * static_cast<std::size_t>(impl->chunk_rows);
     std::vector<std::vector<std::byte>> chunks(ceil_div(values.size(), chunk_bytes));
     const ChunkFormat format = chunk_format(column, chunk_bytes, filters);
+    const auto rows_per_chunk = static_cast<std::size_t>(impl->chunk_rows);
+    const std::size_t entry_bytes = digest_entry_bytes(impl->chunk_rows);
+    std::vector<std::byte> entries(has_stored_digests(file_rows, impl->chunk_rows) ? chunks.size() * entry_bytes : 0);
     tbb::enumerable_thread_specific<ChunkEncoder> encoders(format);
     tbb::parallel_for(std::size_t{0}, chunks.size(), [&](std::size_t i) {
       const std::size_t begin = i * chunk_bytes;
       encoders.local().encode(values.subspan(begin, std::min(chunk_bytes, values.size() - begin)), chunks[i]);
+      if (!entries.empty())
+        fill_digest_entry(std::span(entries).subspan(i * entry_bytes, entry_bytes), 0, chunks[i], column,
+                          i * rows_per_chunk, std::min(rows_per_chunk, column.size() - i * rows_per_chunk));
     });
     impl->chunks.emplace(column.name(), std::move(chunks));
+    if (!entries.empty()) impl->digest_entries.emplace(column.name(), std::move(entries));
   }
   return EncodedRows(std::move(impl));
 }

@@ -128,13 +128,23 @@ class RiskStepImpl final : public RiskStep {
     if (seed) report.set_seed_fingerprint(seed->fingerprint());
 
     std::vector<NamedInput> other_inputs;
+    bool measures_enabled = false;
     for (const auto& measure : measures)
-      if (measure->enabled())
+      if (measure->enabled()) {
+        measures_enabled = true;
         for (NamedInput& input : measure->inputs()) other_inputs.push_back(std::move(input));
+      }
+    // The measures see the whole table; without them the step reads only what it uses.
+    std::optional<std::vector<std::string>> uses;
+    if (!measures_enabled) {
+      uses = options.keys;
+      uses->insert(uses->end(), options.sensitive.begin(), options.sensitive.end());
+      if (options.weight) uses->push_back(*options.weight);
+    }
     OpenedTable opened = open_table_step(
         comm, context, options.input, options.household,
         {"", "risk", step.parameters, draws, seed ? std::optional<std::string>(seed->fingerprint()) : std::nullopt, {}},
-        write_options, clock, OutputRelease::kAnalysis, other_inputs);
+        write_options, clock, OutputRelease::kAnalysis, other_inputs, uses);
     if (finish_resumed_step(comm, options.resume, report, step, timer, options.input, opened, options.output,
                             options.report, OutputRelease::kAnalysis))
       return;

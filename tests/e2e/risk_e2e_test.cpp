@@ -61,6 +61,51 @@ TEST(SdcRisk, StoresItsComputedColumnsWithTheDerivedFiltersAndTheSameContent) {
   EXPECT_FALSE(std::filesystem::exists(dir / "bad.h5"));
 }
 
+TEST(SdcRisk, CarriesTheVariablesItDoesNotUseUnreadAndWritesTheSameFileAndReport) {
+  TempDir dir;
+  const auto census = dir / "census.h5";
+  // About 150 000 persons: two chunks of 131 072 rows, so that the variables have stored digests.
+  ASSERT_EQ(
+      run_sdc({"generate", "census", "--households", "50000", "-o", census.string()}, {{"SDC_SEED", "7"}}).exit_code,
+      0);
+  for (const std::vector<std::string>& extra :
+       {std::vector<std::string>{}, std::vector<std::string>{"--household", "hid", "--sensitive", "occupation"}}) {
+    const auto risk = [&](const std::string& name, const std::vector<std::string>& filters) {
+      std::vector<std::string> args{"--log-level",
+                                    "debug",
+                                    "risk",
+                                    "-i",
+                                    census.string(),
+                                    "-o",
+                                    (dir / (name + ".h5")).string(),
+                                    "--keys",
+                                    "sex,age,marstat,lau2",
+                                    "--weight",
+                                    "weight",
+                                    "--report",
+                                    (dir / (name + ".json")).string()};
+      args.insert(args.end(), extra.begin(), extra.end());
+      args.insert(args.end(), filters.begin(), filters.end());
+      return run_sdc(args);
+    };
+    const auto carried = risk("carried", {});
+    ASSERT_EQ(carried.exit_code, 0) << carried.err;
+    EXPECT_NE(carried.err.find("variables carried unread"), std::string::npos) << carried.err;
+    // Other filters than the input's: every variable is read and encoded again.
+    const auto read = risk("read", {"--filters", "shuffle,deflate=2"});
+    ASSERT_EQ(read.exit_code, 0) << read.err;
+    EXPECT_EQ(read.err.find("variables carried unread"), std::string::npos) << read.err;
+
+    EXPECT_EQ(digest_of(dir / "carried.h5"), digest_of(dir / "read.h5"));
+    const auto carried_report = nlohmann::json::parse(read_text(dir / "carried.json"));
+    const auto read_report = nlohmann::json::parse(read_text(dir / "read.json"));
+    EXPECT_EQ(carried_report["inputs"], read_report["inputs"]);
+    EXPECT_EQ(carried_report["inputs"][0]["digest"], digest_of(census));
+    EXPECT_EQ(carried_report["steps"][0]["results"], read_report["steps"][0]["results"]);
+    EXPECT_EQ(carried_report["steps"][0]["warnings"], read_report["steps"][0]["warnings"]);
+  }
+}
+
 class ASmallHouseholdFile : public ::testing::Test {
  protected:
   void import(const std::string& csv, const std::vector<std::string>& flags) {

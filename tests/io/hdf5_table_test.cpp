@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "io/chunk_codec.h"
+#include "io/content_digest.h"
 #include "kernels/core/error.h"
 #include "tests/support/sdc_process.h"
 
@@ -388,6 +389,106 @@ TEST(Hdf5Table, CopiesTheStoredChunksOfVariablesDeclaredUnchanged) {
   write_table_rows(dir / "parts.h5", slice_rows(changed, 640, 360), options);
   write_table_rows(dir / "parts.h5", slice_rows(changed, 0, 640), options);
   expect_rows(original, read_table(dir / "parts.h5"), 0);
+}
+
+// ---- stored digests ------------------------------------------------------------------------------
+
+/// What the content digest hashes for every variable and block of `table`, a whole file.
+std::vector<std::vector<std::string>> block_digests_of(const Table& table) {
+  return whole_block_digests(table, 0, table.row_count(), table.row_count());
+}
+
+void expect_stored_digests(const std::filesystem::path& path, const Table& table, const std::string& what) {
+  const auto expected = block_digests_of(table);
+  const Hdf5TableReader reader(path);
+  for (std::size_t v = 0; v < table.column_count(); ++v) {
+    const auto stored = reader.stored_block_digests(table.columns()[v].name(), 0, table.row_count());
+    ASSERT_TRUE(stored) << what << ": " << table.columns()[v].name();
+    EXPECT_EQ(*stored, expected[v]) << what << ": " << table.columns()[v].name();
+  }
+}
+
+TEST(Hdf5Table, StoresWithEveryVariableTheDigestsOfItsChunksAndBlocks) {
+  TempDir dir;
+  const std::int64_t rows = 3 * kDigestBlockRows + 1000;  // a short last chunk and a short last block
+  const Table table = census_table(rows);
+  const std::int64_t chunk_rows = 2 * kDigestBlockRows;
+  for (const Hdf5Filters& filters : {kDefault, kNone, Hdf5Filters{true, 0}}) {
+    write_table(table, dir / "t.h5", options_with(filters, chunk_rows));
+    expect_stored_digests(dir / "t.h5", table, "one writer, " + to_string(filters));
+  }
+
+  // Several writers, with chunks encoded ahead and encoded in turn, store the same digests.
+  const Hdf5WriteOptions options = options_with(kDefault, chunk_rows);
+  const Table first = slice_rows(table, 0, chunk_rows);
+  const Table rest = slice_rows(table, chunk_rows, rows - chunk_rows);
+  const EncodedRows encoded = encode_rows(rest, rows, options);
+  create_table_file(dir / "parts.h5", infos_of(table), rows, options);
+  write_table_rows(dir / "parts.h5", rest, options, &encoded);
+  write_table_rows(dir / "parts.h5", first, options);
+  expect_stored_digests(dir / "parts.h5", table, "two writers");
+
+  // Chunks that split a block of the content digest get none; the values read as always.
+  write_table(table, dir / "odd.h5", options_with(kDefault, 100'000));
+  EXPECT_FALSE(Hdf5TableReader(dir / "odd.h5").stored_block_digests("income", 0, rows));
+  expect_rows(table, read_table(dir / "odd.h5"), 0);
+  EXPECT_EQ(content_digest(dir / "odd.h5"), content_digest(dir / "parts.h5"));
+}
+
+TEST(Hdf5Table, GivesNoStoredDigestsForAChunkRewrittenByAnotherTool) {
+  TempDir dir;
+  const std::int64_t rows = 3 * kDigestBlockRows;
+  write_table(census_table(rows), dir / "t.h5", options_with(kDefault, kDigestBlockRows));
+  const auto result = testing::run_process(
+      {"/usr/bin/python3", "-c",
+       "import sys, h5py\nwith h5py.File(sys.argv[1], 'r+') as f: f['variables']['income'][70000] = 1.5",
+       (dir / "t.h5").string()});
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  const Hdf5TableReader reader(dir / "t.h5");
+  EXPECT_FALSE(reader.stored_block_digests("income", 0, rows)) << "the rewritten chunk is checked";
+  EXPECT_FALSE(reader.stored_block_digests("income", 69'000, 2));
+  EXPECT_TRUE(reader.stored_block_digests("income", 2 * kDigestBlockRows, 10)) << "only the rows asked for";
+  EXPECT_TRUE(reader.stored_block_digests("sex", 0, rows));
+}
+
+TEST(Hdf5Table, CopiesVariablesItDoesNotHoldFromTheUnchangedInput) {
+  TempDir dir;
+  const std::int64_t rows = 2 * kDigestBlockRows + 500;
+  const Table table = census_table(rows);
+  const Hdf5WriteOptions plain = options_with(kDefault, kDigestBlockRows);
+  write_table(table, dir / "input.h5", plain);
+  const FileStamp stamp = read_summary(dir / "input.h5").stamp;
+
+  // The table holds person_id and income only; the other variables come from the input, and so do
+  // the stored chunks of income, held and unchanged, with their stored digests.
+  const Table held = read_table(dir / "input.h5", {{"person_id", "income"}, 0, -1, true});
+  Hdf5WriteOptions options = plain;
+  options.unchanged = UnchangedVariables{dir / "input.h5", stamp, {"income"}, {}};
+  const std::vector<std::string> names = table.names();
+  for (std::size_t v = 0; v < names.size(); ++v)
+    if (names[v] != "person_id" && names[v] != "income") {
+      options.unchanged->names.push_back(names[v]);
+      options.unchanged->not_held.push_back({v, table.columns()[v].info()});
+    }
+  EXPECT_EQ(written_variables(held, options).size(), names.size());
+  write_table(held, dir / "output.h5", options);
+  expect_rows(table, read_table(dir / "output.h5"), 0);
+  EXPECT_EQ(content_digest(dir / "output.h5"), content_digest(dir / "input.h5"));
+  expect_stored_digests(dir / "output.h5", table, "copied");
+
+  // Several writers copy their own rows.
+  create_table_file(dir / "parts.h5", written_variables(held, options), rows, options);
+  write_table_rows(dir / "parts.h5", slice_rows(held, kDigestBlockRows, rows - kDigestBlockRows), options);
+  write_table_rows(dir / "parts.h5", slice_rows(held, 0, kDigestBlockRows), options);
+  expect_rows(table, read_table(dir / "parts.h5"), 0);
+  expect_stored_digests(dir / "parts.h5", table, "copied by two writers");
+
+  // An input changed since it was read cannot give what the table lacks: an error, and no output.
+  options.unchanged->stamp.modified_ns += 1;
+  const std::string message = error_message<IoError>([&] { write_table(held, dir / "changed.h5", options); });
+  EXPECT_NE(message.find("cannot copy variable"), std::string::npos) << message;
+  EXPECT_NE(message.find((dir / "input.h5").string()), std::string::npos) << message;
+  EXPECT_FALSE(std::filesystem::exists(dir / "changed.h5"));
 }
 
 TEST(Hdf5Table, EncodesTheValuesWhenTheStoredChunksCannotBeCopied) {
