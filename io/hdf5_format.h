@@ -11,6 +11,7 @@
 #include <hdf5.h>
 #include <tbb/task_group.h>
 
+#include <algorithm>
 #include <bit>
 #include <cstddef>
 #include <filesystem>
@@ -96,5 +97,11 @@ void run_alongside(Foreground&& foreground, Background&& background) {
 }
 
 inline std::size_t ceil_div(std::size_t a, std::size_t b) { return (a + b - 1) / b; }
+
+/// Rows per chunk a write with `options` gives a table of `rows` rows: a short table is one chunk,
+/// since a whole default chunk would waste space in every variable.
+inline std::int64_t effective_chunk_rows(const Hdf5WriteOptions& options, std::int64_t rows) {
+  return rows > 0 ? std::min(options.chunk_rows, rows) : options.chunk_rows;
+}
 
 }  // namespace sdc::io::detail

@@ -671,10 +671,8 @@ struct Hdf5TableReader::Impl {
 
   bool stored_as(std::string_view name, const Hdf5WriteOptions& options) const {
     const StoredVariable& variable = find(name);
-    const std::int64_t rows = summary.row_count;
-    const std::int64_t chunk_rows = rows > 0 ? std::min(options.chunk_rows, rows) : options.chunk_rows;
     const Hdf5Filters& filters = filters_for(options, name);
-    return variable.chunk_rows == chunk_rows && !variable.unknown_filters &&
+    return variable.chunk_rows == effective_chunk_rows(options, summary.row_count) && !variable.unknown_filters &&
            variable.filters.shuffle == filters.shuffle && variable.filters.deflate_level == filters.deflate_level;
   }
 

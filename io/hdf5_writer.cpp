@@ -216,12 +216,6 @@ class UnchangedSource {
   const std::filesystem::path& path() const { return unchanged_->path; }
 };
 
-/// Rows per chunk of a table of `rows` rows: a short table is one chunk, since a whole default chunk
-/// would waste space in every variable.
-std::int64_t effective_chunk_rows(const Hdf5WriteOptions& options, std::int64_t rows) {
-  return rows > 0 ? std::min(options.chunk_rows, rows) : options.chunk_rows;
-}
-
 bool filtered(const Hdf5Filters& filters) { return filters.shuffle || filters.deflate_level > 0; }
 
 ChunkFormat chunk_format(const Column& column, std::size_t chunk_bytes, const Hdf5Filters& filters) {
