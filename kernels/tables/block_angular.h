@@ -28,7 +28,13 @@
 //     improvement, the others by up to two passes, not one (the single-level algorithm keeps full
 //     passes until no improvement, as the method has them);
 //   * nets that a bisection cuts are left out of the later bisections of its parts (they are linking
-//     whatever happens there) instead of being restricted to each part.
+//     whatever happens there) instead of being restricted to each part;
+//   * a step the method does not have: the finest level of every multilevel bisection (the best of
+//     its cycles), on hypergraphs of up to 2^18 vertices, is refined further by minimum cuts in
+//     corridors around the cut, alternated with FM passes (flow refinement, as in KaHyPar-MF). FM
+//     moves one vertex at a time and stops in local minima that a cut moving groups of vertices
+//     escapes: on the generated comparison instances it took the multilevel linking size below
+//     single-level KL's in every large case (bench/RESULTS.md).
 //
 // Shape (c), global on one node: the matrix is not record data, and reordering is near O(nnz) per
 // level. Threads (TBB) rate the matching candidates, contract the levels, compute gains, refine the
@@ -40,7 +46,9 @@
 // 8 bytes × nnz for the finest level. A coarser level drops the nets that fall inside one vertex and
 // merges identical ones, but on a table's matrix most nets survive many levels, so until the
 // uncoarsening frees them the levels can hold about 8 bytes × nnz × log2(vertices / coarsest_vertices)
-// in all; plus O(rows + columns) of gains, heaps and permutations per level.
+// in all; plus O(rows + columns) of gains, heaps and permutations per level. The flow refinement
+// (levels of up to 2^18 vertices) adds a network of at most two arcs per pin and one per net, 32
+// bytes each with its reverse, while it runs.
 
 #include <cstdint>
 #include <optional>
