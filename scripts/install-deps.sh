@@ -26,6 +26,8 @@ packages=(
   python3 python3-jsonschema python3-h5py
   # style checks of the test command (scripts/check-style.sh)
   clang-format clang-tidy
+  # the cluster test: a private single-node Slurm (scripts/slurm/)
+  slurm-wlm munge
 )
 
 if [ "${1:-}" = "--list" ]; then
