@@ -18,6 +18,7 @@
 #include <utility>
 
 #include "kernels/core/error.h"
+#include "kernels/core/huge_pages.h"
 #include "kernels/core/max_flow.h"
 #include "kernels/core/record_rng.h"
 
@@ -75,11 +76,11 @@ void transpose_nets(Hypergraph& h) {
   std::array<std::vector<std::int64_t>, kTransposeChunks> cursor;
   const auto chunk_begin = [&](std::size_t c) { return static_cast<std::int32_t>(nets * c / kTransposeChunks); };
   tbb::parallel_for(std::size_t{0}, kTransposeChunks, [&](std::size_t c) {
-    cursor[c].assign(n, 0);
+    cursor[c] = huge_vector<std::int64_t>(n, 0);
     for (std::int32_t j = chunk_begin(c); j < chunk_begin(c + 1); ++j)
       for (const std::int32_t pin : h.pins_of(j)) ++cursor[c][static_cast<std::size_t>(pin)];
   });
-  h.vertex_offsets.assign(n + 1, 0);
+  h.vertex_offsets = huge_vector<std::int64_t>(n + 1, 0);
   for (std::size_t v = 0; v < n; ++v) {
     std::int64_t offset = h.vertex_offsets[v];
     for (auto& counts : cursor) {
@@ -89,6 +90,7 @@ void transpose_nets(Hypergraph& h) {
     }
     h.vertex_offsets[v + 1] = offset;
   }
+  reserve_huge(h.vertex_nets, h.net_pins.size());
   h.vertex_nets.resize(h.net_pins.size());
   tbb::parallel_for(std::size_t{0}, kTransposeChunks, [&](std::size_t c) {
     for (std::int32_t j = chunk_begin(c); j < chunk_begin(c + 1); ++j)
@@ -115,9 +117,9 @@ std::uint64_t mix(std::uint64_t x) {
 Hypergraph build_hypergraph(std::vector<std::int64_t> vertex_weight, std::span<const std::int64_t> offsets,
                             std::vector<std::int32_t> pins, std::span<const std::int32_t> weights) {
   const std::size_t nets = offsets.size() - 1;
-  std::vector<std::int32_t> distinct(nets, 0);
-  std::vector<std::uint64_t> hash(nets, 0);
-  std::vector<std::int64_t> merged_weight(nets, 0);
+  std::vector<std::int32_t> distinct = huge_vector<std::int32_t>(nets, 0);
+  std::vector<std::uint64_t> hash = huge_vector<std::uint64_t>(nets, 0);
+  std::vector<std::int64_t> merged_weight = huge_vector<std::int64_t>(nets, 0);
   tbb::parallel_for(tbb::blocked_range<std::size_t>(0, nets), [&](const tbb::blocked_range<std::size_t>& range) {
     for (std::size_t j = range.begin(); j != range.end(); ++j) {
       const auto first = pins.begin() + offsets[j];
@@ -140,7 +142,8 @@ Hypergraph build_hypergraph(std::vector<std::int64_t> vertex_weight, std::span<c
     if (distinct[j] > 0) ++bucket_start[bucket_of(j) + 1];
   std::partial_sum(bucket_start.begin(), bucket_start.end(), bucket_start.begin());
   // Each bucket lists its nets with their hashes, so that comparing them reads the bucket alone.
-  std::vector<std::pair<std::uint64_t, std::int32_t>> bucketed(static_cast<std::size_t>(bucket_start.back()));
+  std::vector<std::pair<std::uint64_t, std::int32_t>> bucketed =
+      huge_vector<std::pair<std::uint64_t, std::int32_t>>(static_cast<std::size_t>(bucket_start.back()));
   {
     std::vector<std::int32_t> cursor(bucket_start.begin(), bucket_start.end() - 1);
     for (std::size_t j = 0; j < nets; ++j)
@@ -172,18 +175,18 @@ Hypergraph build_hypergraph(std::vector<std::int64_t> vertex_weight, std::span<c
   Hypergraph h;
   h.vertex_weight = std::move(vertex_weight);
   std::vector<std::int32_t> kept;
-  kept.reserve(bucketed.size());
+  reserve_huge(kept, bucketed.size());
   for (std::size_t j = 0; j < nets; ++j)
     if (distinct[j] > 0) kept.push_back(static_cast<std::int32_t>(j));
-  h.net_offsets.assign(kept.size() + 1, 0);
-  h.net_weight.resize(kept.size());
+  h.net_offsets = huge_vector<std::int64_t>(kept.size() + 1, 0);
+  h.net_weight = huge_vector<std::int32_t>(kept.size());
   for (std::size_t k = 0; k < kept.size(); ++k) {
     const auto j = static_cast<std::size_t>(kept[k]);
     h.net_offsets[k + 1] = h.net_offsets[k] + distinct[j];
     SDC_CHECK(merged_weight[j] <= std::numeric_limits<std::int32_t>::max(), "net weight overflow");
     h.net_weight[k] = static_cast<std::int32_t>(merged_weight[j]);
   }
-  h.net_pins.resize(to_size(h.net_offsets.back()));
+  h.net_pins = huge_vector<std::int32_t>(to_size(h.net_offsets.back()));
   tbb::parallel_for(tbb::blocked_range<std::size_t>(0, kept.size()), [&](const tbb::blocked_range<std::size_t>& range) {
     for (std::size_t k = range.begin(); k != range.end(); ++k) {
       const auto j = static_cast<std::size_t>(kept[k]);
@@ -198,22 +201,22 @@ Hypergraph build_hypergraph(std::vector<std::int64_t> vertex_weight, std::span<c
 /// The finest hypergraph of `matrix` in `form`: every vertex of weight 1.
 Hypergraph finest_hypergraph(const CsrView& matrix, BlockAngularForm form) {
   if (form == BlockAngularForm::kPrimal) {
-    std::vector<std::int32_t> pins(matrix.column_indices.size());
+    std::vector<std::int32_t> pins = huge_vector<std::int32_t>(matrix.column_indices.size());
     tbb::parallel_for(tbb::blocked_range<std::size_t>(0, pins.size()), [&](const tbb::blocked_range<std::size_t>& r) {
       for (std::size_t e = r.begin(); e != r.end(); ++e) pins[e] = static_cast<std::int32_t>(matrix.column_indices[e]);
     });
-    return build_hypergraph(std::vector<std::int64_t>(to_size(matrix.columns), 1), matrix.row_offsets, std::move(pins),
+    return build_hypergraph(huge_vector<std::int64_t>(to_size(matrix.columns), 1), matrix.row_offsets, std::move(pins),
                             {});
   }
-  std::vector<std::int64_t> offsets(to_size(matrix.columns) + 1, 0);
+  std::vector<std::int64_t> offsets = huge_vector<std::int64_t>(to_size(matrix.columns) + 1, 0);
   for (const std::int64_t column : matrix.column_indices) ++offsets[to_size(column) + 1];
   std::partial_sum(offsets.begin(), offsets.end(), offsets.begin());
-  std::vector<std::int32_t> pins(matrix.column_indices.size());
+  std::vector<std::int32_t> pins = huge_vector<std::int32_t>(matrix.column_indices.size());
   std::vector<std::int64_t> cursor(offsets.begin(), offsets.end() - 1);
   for (std::int64_t row = 0; row < matrix.rows; ++row)
     for (const std::int64_t column : matrix.row_columns(row))
       pins[to_size(cursor[to_size(column)]++)] = static_cast<std::int32_t>(row);
-  return build_hypergraph(std::vector<std::int64_t>(to_size(matrix.rows), 1), offsets, std::move(pins), {});
+  return build_hypergraph(huge_vector<std::int64_t>(to_size(matrix.rows), 1), offsets, std::move(pins), {});
 }
 
 // ---- coarsening: heavy-edge matching -------------------------------------------------------------
@@ -225,13 +228,14 @@ struct Draws {
 
   /// The vertices 0 .. n − 1 in the order of (word 0 at counter (vertex, draw, bisection, 0), vertex).
   std::vector<std::int32_t> order(std::int32_t n, std::uint64_t draw) const {
-    std::vector<std::pair<std::uint64_t, std::int32_t>> keys(static_cast<std::size_t>(n));
+    std::vector<std::pair<std::uint64_t, std::int32_t>> keys =
+        huge_vector<std::pair<std::uint64_t, std::int32_t>>(static_cast<std::size_t>(n));
     tbb::parallel_for(tbb::blocked_range<std::int32_t>(0, n), [&](const tbb::blocked_range<std::int32_t>& range) {
       for (std::int32_t v = range.begin(); v != range.end(); ++v)
         keys[static_cast<std::size_t>(v)] = {rng->bits({static_cast<std::uint64_t>(v), draw, bisection, 0})[0], v};
     });
     tbb::parallel_sort(keys.begin(), keys.end());
-    std::vector<std::int32_t> vertices(keys.size());
+    std::vector<std::int32_t> vertices = huge_vector<std::int32_t>(keys.size());
     for (std::size_t i = 0; i < keys.size(); ++i) vertices[i] = keys[i].second;
     return vertices;
   }
@@ -274,7 +278,7 @@ struct EdgeWeights {
   std::size_t heaviest_neighbours(const Hypergraph& h, std::int32_t v, std::uint64_t salt, Allowed allowed,
                                   std::int32_t* best, std::size_t count) {
     if (weight.size() != static_cast<std::size_t>(h.vertices()))
-      weight.assign(static_cast<std::size_t>(h.vertices()), 0);
+      weight = huge_vector<std::int64_t>(static_cast<std::size_t>(h.vertices()), 0);
     // Nets, their pins and the pins' slots are scattered, and most of the time goes to waiting for
     // them: a net's offsets are fetched sixteen nets ahead of use, its pins and weight eight ahead, and
     // each pin's slot one to two batches of pins ahead, so that many fetches are in flight at once.
@@ -356,7 +360,7 @@ std::vector<std::int32_t> heavy_edge_matching(const Hypergraph& h, std::int64_t 
   const std::int32_t n = h.vertices();
   const std::uint64_t salt = draws.tie_salt(level);
   const std::vector<std::int32_t> order = draws.order(n, level);
-  std::vector<std::int32_t> mate(static_cast<std::size_t>(n), kNone);
+  std::vector<std::int32_t> mate = huge_vector<std::int32_t>(static_cast<std::size_t>(n), kNone);
   const auto unmatched = [&](std::int32_t u) { return mate[static_cast<std::size_t>(u)] == kNone; };
   const auto fits = [&](std::int32_t v, std::int32_t u) {
     return h.vertex_weight[static_cast<std::size_t>(v)] + h.vertex_weight[static_cast<std::size_t>(u)] <= max_weight;
@@ -405,8 +409,9 @@ struct Contraction {
 
 Contraction contract(const Hypergraph& h, const std::vector<std::int32_t>& mate) {
   Contraction result;
-  result.coarse_of.assign(mate.size(), kNone);
+  result.coarse_of = huge_vector<std::int32_t>(mate.size(), kNone);
   std::vector<std::int64_t> weight;
+  reserve_huge(weight, mate.size());
   for (std::size_t v = 0; v < mate.size(); ++v) {
     const auto partner = static_cast<std::size_t>(mate[v]);
     if (partner < v) continue;
@@ -414,7 +419,7 @@ Contraction contract(const Hypergraph& h, const std::vector<std::int32_t>& mate)
     result.coarse_of[partner] = static_cast<std::int32_t>(weight.size());
     weight.push_back(h.vertex_weight[v] + (partner == v ? 0 : h.vertex_weight[partner]));
   }
-  std::vector<std::int32_t> pins(h.net_pins.size());
+  std::vector<std::int32_t> pins = huge_vector<std::int32_t>(h.net_pins.size());
   tbb::parallel_for(tbb::blocked_range<std::size_t>(0, pins.size()), [&](const tbb::blocked_range<std::size_t>& range) {
     for (std::size_t p = range.begin(); p != range.end(); ++p)
       pins[p] = result.coarse_of[static_cast<std::size_t>(h.net_pins[p])];
@@ -467,8 +472,8 @@ class GainHeap {
  public:
   GainHeap(const std::vector<std::int64_t>& gain, std::int32_t vertices)
       : gain_(gain),
-        stamp_(static_cast<std::size_t>(vertices), 0),
-        position_(static_cast<std::size_t>(vertices), kNone) {}
+        stamp_(huge_vector<std::int64_t>(static_cast<std::size_t>(vertices), 0)),
+        position_(huge_vector<std::int32_t>(static_cast<std::size_t>(vertices), kNone)) {}
 
   /// Puts every vertex into the heap of its part, with no gain change seen yet.
   void fill(const std::vector<std::uint8_t>& part) {
@@ -589,9 +594,9 @@ class Refiner {
       : h_(h),
         targets_(targets),
         fruitless_moves_(fruitless_moves),
-        pin_count_(2 * static_cast<std::size_t>(h.nets()), 0),
-        gain_(static_cast<std::size_t>(h.vertices()), 0),
-        delta_(static_cast<std::size_t>(h.vertices()), 0),
+        pin_count_(huge_vector<std::int32_t>(2 * static_cast<std::size_t>(h.nets()), 0)),
+        gain_(huge_vector<std::int64_t>(static_cast<std::size_t>(h.vertices()), 0)),
+        delta_(huge_vector<std::int64_t>(static_cast<std::size_t>(h.vertices()), 0)),
         heap_(gain_, h.vertices()) {}
 
   /// Passes from `b` (its parts set) until one brings no improvement, or `max_passes` of them (0: no
@@ -1146,13 +1151,13 @@ std::vector<std::uint8_t> best_bisection(const Hypergraph& h, const BisectionTar
 template <typename Keep>
 Hypergraph induced(const Hypergraph& h, const std::vector<std::int32_t>& vertices, Keep keep) {
   Hypergraph sub;
-  std::vector<std::int32_t> local(static_cast<std::size_t>(h.vertices()), kNone);
+  std::vector<std::int32_t> local = huge_vector<std::int32_t>(static_cast<std::size_t>(h.vertices()), kNone);
   sub.vertex_weight.reserve(vertices.size());
   for (const std::int32_t v : vertices) {
     local[static_cast<std::size_t>(v)] = static_cast<std::int32_t>(sub.vertex_weight.size());
     sub.vertex_weight.push_back(h.vertex_weight[static_cast<std::size_t>(v)]);
   }
-  std::vector<std::uint8_t> kept(static_cast<std::size_t>(h.nets()), 0);
+  std::vector<std::uint8_t> kept = huge_vector<std::uint8_t>(static_cast<std::size_t>(h.nets()), 0);
   tbb::parallel_for(tbb::blocked_range<std::int32_t>(0, h.nets()), [&](const tbb::blocked_range<std::int32_t>& range) {
     for (std::int32_t j = range.begin(); j != range.end(); ++j) kept[static_cast<std::size_t>(j)] = keep(j) ? 1 : 0;
   });
@@ -1163,7 +1168,7 @@ Hypergraph induced(const Hypergraph& h, const std::vector<std::int32_t>& vertice
     sub.net_offsets.push_back(sub.net_offsets.back() + static_cast<std::int64_t>(h.pins_of(j).size()));
     sub.net_weight.push_back(h.net_weight[static_cast<std::size_t>(j)]);
   }
-  sub.net_pins.resize(to_size(sub.net_offsets.back()));
+  sub.net_pins = huge_vector<std::int32_t>(to_size(sub.net_offsets.back()));
   tbb::parallel_for(tbb::blocked_range<std::size_t>(0, old_net.size()),
                     [&](const tbb::blocked_range<std::size_t>& range) {
                       for (std::size_t k = range.begin(); k != range.end(); ++k) {
