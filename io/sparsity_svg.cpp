@@ -9,6 +9,7 @@
 #include <string_view>
 #include <vector>
 
+#include "io/markup.h"
 #include "kernels/core/error.h"
 
 namespace sdc::io {
@@ -38,27 +39,6 @@ void append_fixed(std::string& text, double value) {
   std::array<char, 64> digits{};
   const auto result = std::to_chars(digits.data(), digits.data() + digits.size(), value, std::chars_format::fixed, 3);
   text.append(digits.data(), result.ptr);
-}
-
-void append_escaped(std::string& text, std::string_view raw) {
-  for (const char c : raw) {
-    switch (c) {
-      case '&':
-        text += "&amp;";
-        break;
-      case '<':
-        text += "&lt;";
-        break;
-      case '>':
-        text += "&gt;";
-        break;
-      case '"':
-        text += "&quot;";
-        break;
-      default:
-        text += c;
-    }
-  }
 }
 
 /// Original index → position; InternalError unless `order` is empty (the identity) or a permutation
@@ -212,7 +192,7 @@ void append_panel(std::string& text, const CsrView& matrix, const SparsityPanel&
   text += ',';
   append(text, kMargin);
   text += ")\">\n<text x=\"0\" y=\"16\" font-size=\"15\" font-weight=\"bold\">";
-  append_escaped(text, panel.title);
+  append_escaped_markup(text, panel.title);
   text += "</text>\n<text x=\"0\" y=\"34\" font-size=\"12\" fill=\"#444444\">";
   append(text, matrix.rows);
   text += " rows \xC3\x97 ";  // U+00D7 MULTIPLICATION SIGN

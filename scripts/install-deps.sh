@@ -28,6 +28,8 @@ packages=(
   clang-format clang-tidy
   # the cluster test: a private single-node Slurm (scripts/slurm/)
   slurm-wlm munge
+  # the report test: the HTML report rendered headless (its DOM dumped, a screenshot counted by PIL)
+  chromium python3-pil
 )
 
 if [ "${1:-}" = "--list" ]; then

@@ -24,6 +24,7 @@ std::unique_ptr<Command> make_utility_command();
 std::unique_ptr<Command> make_table_command();
 std::unique_ptr<Command> make_perturb_table_command();
 std::unique_ptr<Command> make_reorder_command();
+std::unique_ptr<Command> make_report_command();
 std::unique_ptr<Command> make_run_command();
 
 }  // namespace sdc::engine

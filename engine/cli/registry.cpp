@@ -21,6 +21,7 @@ std::vector<std::unique_ptr<Command>> make_commands() {
   commands.push_back(make_table_command());
   commands.push_back(make_perturb_table_command());
   commands.push_back(make_reorder_command());
+  commands.push_back(make_report_command());
   commands.push_back(make_run_command());
   return commands;
 }

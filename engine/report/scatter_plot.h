@@ -1,7 +1,7 @@
 #pragma once
 // A scatter plot as a standalone SVG document: the figures steps write beside their reports (the
 // Karr–Sanil frontier of `sdc swap frontier`). Written by hand: SVG is text, and a plotting library
-// would be a large dependency for points, lines and axes.
+// would be a large dependency for points, lines and axes. The frame and axes are svg_frame.h's.
 
 #include <optional>
 #include <string>
@@ -24,6 +24,7 @@ struct PlotSeries {
 };
 
 struct ScatterPlot {
+  std::string id;  ///< the svg element's id, for pages holding several; none when empty
   std::string title;
   std::string x_label;
   std::string y_label;
@@ -33,7 +34,8 @@ struct ScatterPlot {
 };
 
 /// The SVG document. Non-finite points are left out; the axes span the finite points (and the
-/// vertical line) with a margin, ticks at 1, 2 or 5 times a power of ten.
+/// vertical line) with a margin, ticks at 1, 2 or 5 times a power of ten. Each point's marker has
+/// the class "mark" (the data marks a page check counts).
 std::string render_svg(const ScatterPlot& plot);
 
 }  // namespace sdc::engine
